@@ -1,0 +1,1 @@
+"""Plain-Python readers and writers of agent memory, one module per memory kind."""

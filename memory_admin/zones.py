@@ -1,0 +1,29 @@
+"""Find a tape's memory zones through the index and read only their entries."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from tapeview.models import Entry as Row
+from tapeview.models import Tape
+from tapeview.timeline import read_rows
+
+from .stores import bub_zone
+
+ZONE_ROWS = Q(kind="anchor", name__startswith="memory/") | Q(kind="event", name__startswith="memory.")
+
+
+def zones_of(tape: Tape) -> dict:
+    """The zone versions of a tape, or of its memory sidecar when the zone is kept there."""
+    holders = [tape, *tape.attachments.filter(role="sidecar", name__endswith="__sidecar__memory")]
+    for holder in holders:
+        rows = list(Row.objects.filter(ZONE_ROWS, tape=holder).order_by("pos"))
+        if rows:
+            zones = bub_zone.read_zones(read_rows(holder, rows))
+            return {
+                "holder": holder,
+                "zones": zones,
+                "current": bub_zone.current(zones),
+                "changes": list(reversed(bub_zone.changes(zones))),
+            }
+    return {"holder": None, "zones": [], "current": None, "changes": []}

@@ -1,0 +1,227 @@
+"""Bring the derived index up to date from the files: incremental by byte offset."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .models import Anchor, Entry, Tape
+from .sources import SourceSpec, TapeFile, TapeNotFound, parse_sources, reader
+from .sources import Entry as FileEntry
+
+BATCH = 5000
+LABEL_TRIES = 50
+STATE_PREVIEW = 300
+Progress = Callable[[int], None]
+
+
+def configured_sources() -> list[SourceSpec]:
+    """The sources of this deployment; the demo directory when none are configured."""
+    if settings.TAPEVIEW_SOURCES.strip():
+        return parse_sources(settings.TAPEVIEW_SOURCES)
+    return [SourceSpec("demo", "bub", settings.TAPEVIEW_DEMO_DIR / "bub" / "tapes")]
+
+
+def tape_key(source: str, rel: str) -> str:
+    return hashlib.blake2b(f"{source}\0{rel}".encode(), digest_size=8).hexdigest()
+
+
+@dataclass
+class SyncReport:
+    tapes: int = 0
+    indexed: int = 0
+    removed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = None) -> SyncReport:
+    """Discover every tape of the sources, drop the gone ones, index what changed."""
+    report = SyncReport()
+    specs = list(configured_sources() if specs is None else specs)
+    for spec in specs:
+        files = reader(spec.kind).discover(spec.path)
+        if not spec.path.exists():
+            report.problems.append(f"{spec.label}: {spec.path} does not exist")
+        tapes = _upsert(spec, files)
+        report.removed += _remove_gone(spec.label, {f.key for f in files})
+        for tape in tapes:
+            report.tapes += 1
+            if refresh(tape, progress):
+                report.indexed += 1
+    Tape.objects.exclude(source__in=[s.label for s in specs]).delete()
+    return report
+
+
+def pending_bytes(specs: Iterable[SourceSpec]) -> int:
+    """How many bytes an index run would read (for a progress bar)."""
+    total = 0
+    known = {(t.source, t.rel): t for t in Tape.objects.all()}
+    for spec in specs:
+        for f in reader(spec.kind).discover(spec.path):
+            try:
+                size = f.path.stat().st_size
+            except OSError:
+                continue
+            tape = known.get((spec.label, f.key))
+            total += size - tape.indexed_offset if tape and size >= tape.indexed_offset else size
+    return total
+
+
+_last_sync = 0.0
+
+
+def sync_if_stale() -> None:
+    """A page's cheap refresh: at most once per TAPEVIEW_REFRESH_SECONDS."""
+    global _last_sync
+    now = time.monotonic()
+    if now - _last_sync >= settings.TAPEVIEW_REFRESH_SECONDS:
+        _last_sync = now
+        sync()
+
+
+def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
+    existing = {t.rel: t for t in Tape.objects.filter(source=spec.label)}
+    tapes = {}
+    for f in files:
+        tape = existing.get(f.key) or Tape(
+            key=tape_key(spec.label, f.key), source=spec.label, rel=f.key, label=f.label or f.name
+        )
+        changed = (tape.kind, tape.path, tape.name, tape.role, tape.note) != (
+            spec.kind, str(f.path), f.name, f.role, f.note,
+        )
+        tape.kind, tape.path, tape.name, tape.role, tape.note = spec.kind, str(f.path), f.name, f.role, f.note
+        if tape.pk is None or changed:
+            tape.save()
+        tapes[f.key] = tape
+    for f in files:
+        owner = tapes.get(f.owner) if f.owner else None
+        tape = tapes[f.key]
+        if tape.owner_id != (owner.pk if owner else None):
+            tape.owner = owner
+            tape.save(update_fields=["owner"])
+    return list(tapes.values())
+
+
+def _remove_gone(source: str, keys: set[str]) -> int:
+    deleted, _ = Tape.objects.filter(source=source).exclude(rel__in=keys).delete()
+    return deleted
+
+
+def refresh(tape: Tape, progress: Progress | None = None) -> bool:
+    """Index what was appended to a tape's file since last time; start over after a reset."""
+    try:
+        st = os.stat(tape.path)
+    except OSError:
+        if tape.problem != "file missing":
+            tape.problem = "file missing"
+            tape.save(update_fields=["problem"])
+        return False
+    replaced = (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device)) or (
+        st.st_size < tape.indexed_offset
+    )
+    if replaced:
+        _reset(tape)
+    if not replaced and st.st_size == tape.size and st.st_mtime_ns == tape.mtime_ns and tape.indexed_at:
+        return False
+    tape.device, tape.inode, tape.size, tape.mtime_ns, tape.problem = (
+        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, "",
+    )
+    try:
+        _index_entries(tape, progress)
+    except TapeNotFound:
+        tape.problem = "file missing"
+    tape.indexed_at = timezone.now()
+    tape.save()
+    return True
+
+
+def _reset(tape: Tape) -> None:
+    with transaction.atomic():
+        Entry.objects.filter(tape=tape).delete()
+        Anchor.objects.filter(tape=tape).delete()
+        fresh = Tape(key=tape.key, source=tape.source, rel=tape.rel)
+        for f in Tape._meta.concrete_fields:
+            if f.name not in ("id", "key", "source", "kind", "rel", "path", "name", "role", "owner", "note"):
+                setattr(tape, f.attname, getattr(fresh, f.attname))
+        tape.label = tape.name
+        tape.save()
+
+
+def _index_entries(tape: Tape, progress: Progress | None) -> None:
+    source = reader(tape.kind)
+    rows: list[Entry] = []
+    anchors: list[Anchor] = []
+    phase_counts: dict[int, int] = {}
+    start = tape.indexed_offset
+    for e in source.scan(Path(tape.path), tape.indexed_offset, tape.next_pos):
+        rows.append(
+            Entry(
+                tape=tape, pos=e.pos, offset=e.offset, length=e.length, entry_id=e.id,
+                kind=e.kind, name=e.name[:200], date=e.date, readable=e.readable,
+                is_error=e.is_error, context=e.context,
+            )
+        )
+        _account(tape, e, anchors, phase_counts)
+        tape.indexed_offset, tape.next_pos = e.offset + e.length, e.pos + 1
+        if len(rows) >= BATCH:
+            _flush(tape, rows, anchors, phase_counts)
+            if progress:
+                progress(tape.indexed_offset - start)
+            start = tape.indexed_offset
+            rows, anchors, phase_counts = [], [], {}
+    _flush(tape, rows, anchors, phase_counts)
+    if progress and tape.indexed_offset > start:
+        progress(tape.indexed_offset - start)
+
+
+def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], phase_counts: dict[int, int]) -> None:
+    if not e.readable:
+        tape.unreadable += 1
+        return
+    tape.entries += 1
+    tape.last_id = e.id
+    if e.date:
+        tape.first_at = min(tape.first_at, e.date) if tape.first_at else e.date
+        tape.last_at = max(tape.last_at, e.date) if tape.last_at else e.date
+    tape.errors += e.is_error
+    tape.tokens += e.tokens
+    if e.prompt_tokens:
+        tape.last_prompt_tokens, tape.last_cached_tokens = e.prompt_tokens, e.cached_tokens
+    if e.is_anchor:
+        tape.anchors += 1
+        tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = e.name[:300], e.pos, 0
+        state = e.payload.get("state") if isinstance(e.payload, dict) else None
+        preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
+        anchors.append(
+            Anchor(tape=tape, pos=e.pos, name=e.name[:300], date=e.date, phase=e.phase, state=preview)
+        )
+        if e.phase:
+            tape.phase_anchor_pos = e.pos
+            return
+    else:
+        tape.entries_since_anchor += 1
+    if tape.phase_anchor_pos is not None:
+        phase_counts[tape.phase_anchor_pos] = phase_counts.get(tape.phase_anchor_pos, 0) + 1
+    if tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES:
+        if e.kind == "message" or e.name == "loop.start":
+            tape.label_tries += 1
+            tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
+
+
+def _flush(tape: Tape, rows: list[Entry], anchors: list[Anchor], phase_counts: dict[int, int]) -> None:
+    with transaction.atomic():
+        Entry.objects.bulk_create(rows)
+        Anchor.objects.bulk_create(anchors)
+        for pos, n in phase_counts.items():
+            Anchor.objects.filter(tape=tape, pos=pos).update(entries=F("entries") + n)
+        tape.save()

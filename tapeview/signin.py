@@ -1,0 +1,51 @@
+"""One-time sign-in links, as Jupyter prints on first start: no default password anywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from .models import SignInToken
+from .roles import set_role
+
+LINK_LIFETIME = timedelta(hours=24)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def issue(user: AbstractBaseUser) -> str:
+    """A new single-use token for a user; only its hash is stored."""
+    token = secrets.token_urlsafe(32)
+    SignInToken.objects.create(user=user, digest=_digest(token), expires_at=timezone.now() + LINK_LIFETIME)
+    return token
+
+
+def redeem(token: str) -> AbstractBaseUser | None:
+    """The user a token signs in, once; None for an unknown, used or expired token."""
+    with transaction.atomic():
+        row = SignInToken.objects.select_related("user").filter(digest=_digest(token)).first()
+        if row is None or row.used_at is not None or row.expires_at < timezone.now():
+            return None
+        row.used_at = timezone.now()
+        row.save(update_fields=["used_at"])
+        return row.user
+
+
+def ensure_first_admin(username: str = "admin") -> AbstractBaseUser | None:
+    """Create a local admin with no usable password when there are no users at all."""
+    User = get_user_model()
+    if User.objects.exists():
+        return None
+    user = User.objects.create_user(username)
+    user.set_unusable_password()
+    user.save()
+    set_role(user, "admin")
+    return user

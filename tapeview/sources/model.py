@@ -1,0 +1,90 @@
+"""Normalized, family-independent shapes of what the source readers find on disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+
+class TapeNotFound(LookupError):
+    """The tape file is gone (deleted, reset or never there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TapeFile:
+    """One file a source holds that reads as a tape (a session log)."""
+
+    key: str  # path relative to the source root, unique within the source
+    path: Path
+    name: str  # the tape's own name (file stem for Bub)
+    role: str = "tape"  # tape | sidecar | archive | fork
+    owner: str | None = None  # key of the tape a sidecar/archive/fork belongs to
+    label: str | None = None  # a human label known from the name alone
+    append_only: bool = True  # False: the agent rewrites the file wholesale
+    note: str = ""  # what the user should know about this file (e.g. "no longer loaded")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of a tape, or one unreadable line, at a known place in the file."""
+
+    pos: int  # 1-based line number in the file (the entry's position)
+    offset: int  # byte offset of the line
+    length: int  # bytes of the line, newline included
+    id: int | None
+    kind: str  # the agent's kind, or "unreadable"
+    name: str = ""  # anchor or event name, or message role
+    date: datetime | None = None
+    payload: Any = None
+    meta: dict = field(default_factory=dict)
+    readable: bool = True
+    problem: str = ""  # why a line is unreadable, or what is odd about it
+    preview: str = ""  # a safe, bounded text of an unreadable line
+    is_error: bool = False
+    tokens: int = 0  # total tokens the provider reported for this entry
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    context: bool = True  # False: operational, never shown to the model
+    phase: bool = False  # an anchor that starts a phase (not memory/* or spill/*)
+    truncated: bool = False  # the payload was too big to parse for display
+
+    @property
+    def is_anchor(self) -> bool:
+        return self.kind == "anchor" and self.readable
+
+
+@dataclass(frozen=True, slots=True)
+class ContextMessage:
+    """One chat message as the agent would hand it to the model."""
+
+    role: str
+    content: Any
+    source_pos: int
+    tool_calls: list | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @property
+    def chars(self) -> int:
+        return len(content_text(self.content)) + sum(
+            len(c.get("function", {}).get("arguments") or "") for c in self.tool_calls or []
+        )
+
+
+def content_text(content: Any) -> str:
+    """The text of a message content: a string, or the text parts of a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    return str(content)

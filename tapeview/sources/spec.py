@@ -1,0 +1,59 @@
+"""Source specifications: `bub:PATH`, `LABEL=bub:PATH`, comma-separated in TAPEVIEW_SOURCES."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+KNOWN_KINDS = ("bub",)
+_SPEC = re.compile(r"^(?:(?P<label>[\w.-]+)=)?(?:(?P<kind>[a-z]+):)?(?P<path>.+)$")
+
+
+class SourceSpecError(ValueError):
+    """A source specification that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    label: str
+    kind: str
+    path: Path
+
+    def __str__(self) -> str:
+        return f"{self.label}={self.kind}:{self.path}"
+
+
+def parse_source(text: str) -> SourceSpec:
+    """One `[LABEL=]KIND:PATH` specification; the label defaults to the folder's name."""
+    m = _SPEC.match(text.strip())
+    if not m or not m["path"].strip():
+        raise SourceSpecError(f"cannot read source {text!r}: expected [LABEL=]KIND:PATH")
+    kind = m["kind"]
+    if kind is None:
+        raise SourceSpecError(f"source {text!r} names no kind: write one of {', '.join(KNOWN_KINDS)}:PATH")
+    if kind not in KNOWN_KINDS:
+        raise SourceSpecError(f"unknown source kind {kind!r} in {text!r} (known: {', '.join(KNOWN_KINDS)})")
+    path = Path(m["path"].strip()).expanduser().resolve()
+    label = m["label"] or _default_label(path)
+    return SourceSpec(label, kind, path)
+
+
+def _default_label(path: Path) -> str:
+    parts = [p for p in path.parts if p not in ("/", "tapes")]
+    return re.sub(r"[^\w.-]", "-", parts[-1] if parts else "source").lstrip(".") or "source"
+
+
+def parse_sources(items: list[str] | str) -> list[SourceSpec]:
+    """Several specifications; labels are made unique by a numeric suffix."""
+    if isinstance(items, str):
+        items = [s for s in items.split(",") if s.strip()]
+    specs, seen = [], set()
+    for item in items:
+        spec = parse_source(item)
+        label, n = spec.label, 2
+        while label in seen:
+            label, n = f"{spec.label}-{n}", n + 1
+        seen.add(label)
+        specs.append(SourceSpec(label, spec.kind, spec.path))
+    return specs

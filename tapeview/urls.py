@@ -1,0 +1,25 @@
+"""URLs of the whole site."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from . import accounts, views
+
+tape_urls = [
+    path("", views.tape_list, name="tape_list"),
+    path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),
+    path("tapes/<str:key>/context", views.tape_context, name="tape_context"),
+    path("tapes/<str:key>/entries/<int:pos>/", views.entry_detail, name="entry_detail"),
+    path("tapes/<str:key>/entries/<int:pos>/raw", views.entry_raw, name="entry_raw"),
+]
+
+urlpatterns = [
+    path("", include((tape_urls, "tapeview"))),
+    path("memory/", include("memory_admin.urls")),
+    path("signin/<str:token>/", accounts.signin_link, name="signin_link"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", accounts.PasswordView.as_view(), name="password_change"),
+]

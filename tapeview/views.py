@@ -1,0 +1,104 @@
+"""Tape pages: the session index, a tape's timeline, its context preview, one entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from . import context, index, timeline
+from .forms import TapeListForm, TimelineForm
+from .models import Entry as Row
+from .models import Tape
+from .sources import TapeNotFound, reader
+
+LIST_PAGE_SIZE = 50
+
+
+def tape_list(request: HttpRequest) -> HttpResponse:
+    """Every session of every source. Template `tapeview/tape_list.html`, partial `#rows`."""
+    index.sync_if_stale()
+    form = TapeListForm(request.GET)
+    form.is_valid()
+    tapes = Tape.objects.filter(owner__isnull=True)
+    q, source = form.cleaned_data.get("q"), form.cleaned_data.get("source")
+    if q:
+        tapes = tapes.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
+    if source:
+        tapes = tapes.filter(source=source)
+    pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
+    ctx = {
+        "form": form,
+        "page": pages.get_page(form.cleaned_data.get("page")),
+        "sort": form.current_sort(),
+        "columns": form.columns(),
+        "sources": Tape.objects.values_list("source", flat=True).distinct().order_by("source"),
+        "total": Tape.objects.count(),
+    }
+    template = "tapeview/tape_list.html" + ("#rows" if request.htmx else "")
+    return render(request, template, ctx)
+
+
+def _tape(key: str) -> Tape:
+    tape = get_object_or_404(Tape, key=key)
+    index.refresh(tape)
+    if tape.problem == "file missing" and not tape.entries:
+        raise Http404("this tape's file is gone")
+    return tape
+
+
+def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
+    """One tape's timeline. Template `tapeview/tape_detail.html`, partial `#entries`."""
+    tape = _tape(key)
+    form = TimelineForm(request.GET)
+    form.is_valid()
+    try:
+        page = timeline.page(tape, **form.where())
+    except TapeNotFound:
+        raise Http404("this tape's file is gone") from None
+    before_first, phases = timeline.phases(tape)
+    ctx = {
+        "tape": tape, "page": page, "phases": phases, "before_first": before_first,
+        "attachments": tape.attachments.order_by("role", "name"),
+        "has_memory": _has_memory(tape),
+        "jump": form.cleaned_data.get("at"),
+    }
+    template = "tapeview/tape_detail.html" + ("#entries" if request.htmx else "")
+    return render(request, template, ctx)
+
+
+def _has_memory(tape: Tape) -> bool:
+    tapes = [tape, *tape.attachments.filter(role="sidecar")]
+    return Row.objects.filter(tape__in=tapes, kind="anchor", name="memory/seal").exists()
+
+
+def tape_context(request: HttpRequest, key: str) -> HttpResponse:
+    """What the model would see after an anchor. Template `tapeview/tape_context.html`."""
+    tape = _tape(key)
+    try:
+        preview = context.preview(tape, request.GET.get("anchor") or None)
+    except context.AnchorNotFound as exc:
+        raise Http404(str(exc)) from None
+    ctx = {"tape": tape, "preview": preview, "anchors": tape.anchor_rows.order_by("-pos")}
+    return render(request, "tapeview/tape_context.html", ctx)
+
+
+def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
+    """One entry in full. Template `tapeview/entry_detail.html`."""
+    tape = _tape(key)
+    row = get_object_or_404(Row, tape=tape, pos=pos)
+    entry = timeline.read_rows(tape, [row])[0]
+    return render(request, "tapeview/entry_detail.html", {"tape": tape, "row": row, "entry": entry})
+
+
+def entry_raw(request: HttpRequest, key: str, pos: int) -> StreamingHttpResponse:
+    """The entry's bytes exactly as they are in the file, streamed."""
+    tape = _tape(key)
+    row = get_object_or_404(Row, tape=tape, pos=pos)
+    chunks = reader(tape.kind).read_raw(Path(tape.path), row.offset, row.length)
+    response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
+    response["Content-Length"] = str(row.length)
+    return response
