@@ -45,7 +45,7 @@ def tape_list(request: HttpRequest) -> HttpResponse:
 def _tape(key: str) -> Tape:
     tape = get_object_or_404(Tape, key=key)
     index.refresh(tape)
-    if tape.problem == "file missing" and not tape.entries:
+    if tape.problem == "file missing":
         raise Http404("this tape's file is gone")
     return tape
 

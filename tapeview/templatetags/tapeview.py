@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 from django import template
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from tapeview.sources.model import content_text
 
@@ -19,7 +20,7 @@ PREVIEW_CHARS = 3000
 def when(value: datetime | None) -> str:
     """A UTC time, or "time unknown" for an entry without one (never 1970)."""
     if value is None:
-        return format_html('<span class="unknown">time unknown</span>')
+        return mark_safe('<span class="unknown">time unknown</span>')
     return format_html(
         '<time datetime="{}">{}</time>', value.isoformat(), value.strftime("%Y-%m-%d %H:%M:%S")
     )
