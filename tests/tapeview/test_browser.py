@@ -1,0 +1,101 @@
+"""A real Chromium, driven by Playwright, along index → timeline → anchor jump → context preview."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from tapeview import index, signin
+from tapeview.roles import set_role
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("TAPEVIEW_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture
+def page():
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        yield page
+        browser.close()
+
+
+@pytest.fixture
+def site(live_server, settings, bub_home: Path, bub_samples: Path) -> str:
+    settings.TAPEVIEW_SOURCES = f"home=bub:{bub_home},samples=bub:{bub_samples}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
+    index.sync()
+    return live_server.url
+
+
+def shot(page: Page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+def test_first_admin_signs_in_by_link_and_audits_a_session(page: Page, site: str) -> None:
+    admin = signin.ensure_first_admin()
+    set_role(admin, "admin")
+    page.goto(f"{site}/signin/{signin.issue(admin)}/")
+    expect(page.get_by_role("heading", name="Set your password")).to_be_visible()
+    page.fill("input[name=new_password1]", "correct horse battery staple")
+    page.fill("input[name=new_password2]", "correct horse battery staple")
+    page.get_by_role("button", name="Save password").click()
+
+    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
+    expect(page.locator("table.sessions")).to_contain_text("telegram:-1001234567890")
+    page.get_by_placeholder("Filter by label").fill("cli:local")
+    expect(page.locator("table.sessions tbody tr")).to_have_count(1)
+    shot(page, "1-session-index")
+
+    page.get_by_role("link", name="cli:local").click()
+    expect(page.get_by_role("heading", name="cli:local")).to_be_visible()
+    expect(page.locator("#e20")).to_contain_text("fs_read")
+    expect(page.locator("#e20 li.call.error")).to_contain_text("not a git repository")
+    shot(page, "2-timeline")
+
+    page.locator("aside.phases").get_by_role("link", name="auto_handoff/context_overflow").click()
+    expect(page.locator("#e70.target")).to_be_visible()
+    expect(page).to_have_url(f"{site}/tapes/{page.url.split('/tapes/')[1].split('/')[0]}/?at=70")
+    expect(page.locator("#e91")).to_contain_text("中文")
+    shot(page, "3-anchor-jump")
+
+    page.locator("#e70").get_by_role("link", name="context after").click()
+    expect(page.get_by_role("heading", name="What the model would see")).to_contain_text(
+        "auto_handoff/context_overflow"
+    )
+    expect(page.locator("#message-count")).to_have_text("6")
+    expect(page.locator("ol.context > li")).to_have_count(6)
+    shot(page, "4-context-preview")
+
+
+def test_pages_work_without_javascript(site: str, user_factory) -> None:
+    user_factory("olga", "operator")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_context(java_script_enabled=False).new_page()
+        page.goto(f"{site}/login/")
+        page.fill("input[name=username]", "olga")
+        page.fill("input[name=password]", "a long test password")
+        page.get_by_role("button", name="Sign in").click()
+        page.fill("input[name=q]", "telegram")
+        page.get_by_role("button", name="Filter").click()
+        expect(page.locator("table.sessions tbody tr")).to_have_count(1)
+        page.get_by_role("link", name="telegram:-1001234567890").click()
+        page.get_by_role("link", name="Context after the last anchor").click()
+        expect(page.locator("#message-count")).to_have_text("2")
+        browser.close()
