@@ -6,14 +6,30 @@ from django import forms
 from django.db.models import F
 
 COLUMNS = [
-    ("label", "Session"), ("source", "Source"), ("entries", "Entries"), ("anchors", "Anchors"),
-    ("last_anchor", "Last anchor"), ("since", "Since anchor"), ("first", "First activity"),
-    ("last", "Last activity"), ("size", "Size"), ("tokens", "Tokens"), ("errors", "Errors"),
+    ("label", "Session"),
+    ("source", "Source"),
+    ("entries", "Entries"),
+    ("anchors", "Anchors"),
+    ("last_anchor", "Last anchor"),
+    ("since", "Since anchor"),
+    ("first", "First activity"),
+    ("last", "Last activity"),
+    ("size", "Size"),
+    ("tokens", "Tokens"),
+    ("errors", "Errors"),
 ]
 SORTS = {
-    "label": "label", "source": "source", "entries": "entries", "anchors": "anchors",
-    "last_anchor": "last_anchor", "since": "entries_since_anchor", "first": "first_at",
-    "last": "last_at", "size": "size", "tokens": "tokens", "errors": "errors",
+    "label": "label",
+    "source": "source",
+    "entries": "entries",
+    "anchors": "anchors",
+    "last_anchor": "last_anchor",
+    "since": "entries_since_anchor",
+    "first": "first_at",
+    "last": "last_at",
+    "size": "size",
+    "tokens": "tokens",
+    "errors": "errors",
 }
 
 

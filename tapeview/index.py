@@ -16,11 +16,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from .models import Anchor, Entry, Tape
-from .sources import SourceSpec, TapeFile, TapeNotFound, parse_sources, reader
 from .sources import Entry as FileEntry
+from .sources import SourceSpec, TapeFile, TapeNotFound, parse_sources, reader
 
 BATCH = 5000
 LABEL_TRIES = 50
+REREAD_TRIES = 3
+REREAD_PAUSE = 0.05
 STATE_PREVIEW = 300
 Progress = Callable[[int], None]
 
@@ -96,10 +98,11 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
         tape = existing.get(f.key) or Tape(
             key=tape_key(spec.label, f.key), source=spec.label, rel=f.key, label=f.label or f.name
         )
-        changed = (tape.kind, tape.path, tape.name, tape.role, tape.note) != (
-            spec.kind, str(f.path), f.name, f.role, f.note,
-        )
-        tape.kind, tape.path, tape.name, tape.role, tape.note = spec.kind, str(f.path), f.name, f.role, f.note
+        seen = (spec.kind, str(f.path), f.name, f.role, f.note, f.append_only)
+        changed = (tape.kind, tape.path, tape.name, tape.role, tape.note, tape.append_only) != seen
+        tape.kind, tape.path, tape.name, tape.role, tape.note, tape.append_only = seen
+        if f.label and tape.label != f.label:
+            tape.label, changed = f.label, True
         if tape.pk is None or changed:
             tape.save()
         tapes[f.key] = tape
@@ -118,7 +121,7 @@ def _remove_gone(source: str, keys: set[str]) -> int:
 
 
 def refresh(tape: Tape, progress: Progress | None = None) -> bool:
-    """Index what was appended to a tape's file since last time; start over after a reset."""
+    """Index what changed in a tape's file since last time; True if anything was read."""
     try:
         st = os.stat(tape.path)
     except OSError:
@@ -126,18 +129,14 @@ def refresh(tape: Tape, progress: Progress | None = None) -> bool:
             tape.problem = "file missing"
             tape.save(update_fields=["problem"])
         return False
-    replaced = (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device)) or (
-        st.st_size < tape.indexed_offset
-    )
-    if replaced:
-        _reset(tape)
-    if not replaced and st.st_size == tape.size and st.st_mtime_ns == tape.mtime_ns and tape.indexed_at:
+    identity = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+    if tape.indexed_at and identity == (tape.inode, tape.device, tape.size, tape.mtime_ns):
         return False
-    tape.device, tape.inode, tape.size, tape.mtime_ns, tape.problem = (
-        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, "",
-    )
     try:
-        _index_entries(tape, progress)
+        if tape.append_only:
+            _read_appended(tape, st, progress)
+        else:
+            _reread(tape, st, progress)
     except TapeNotFound:
         tape.problem = "file missing"
     tape.indexed_at = timezone.now()
@@ -145,30 +144,93 @@ def refresh(tape: Tape, progress: Progress | None = None) -> bool:
     return True
 
 
+def _read_appended(tape: Tape, st: os.stat_result, progress: Progress | None) -> None:
+    # Bub's own rule: a new inode or a shrink means the tape was reset or replaced.
+    replaced = (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device)) or (
+        st.st_size < tape.indexed_offset
+    )
+    if replaced:
+        _reset(tape)
+    _set_identity(tape, st)
+    entries = reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos)
+    _index_entries(tape, entries, progress)
+
+
+def _reread(tape: Tape, st: os.stat_result, progress: Progress | None) -> None:
+    """A file the agent rewrites wholesale: read it all again, but never trade a good read for a torn one."""
+    source = reader(tape.kind)
+    for attempt in range(REREAD_TRIES):
+        entries = list(source.scan(Path(tape.path)))
+        bad = next((e for e in entries if not e.readable), None)
+        if bad is None:
+            break
+        # Caught mid-write (an agent without atomic renames): wait for the writer and look again.
+        time.sleep(REREAD_PAUSE * (attempt + 1))
+        st = os.stat(tape.path)
+    _set_identity(tape, st)
+    if bad is not None and tape.entries and not tape.unreadable:
+        tape.problem = f"the file reads as damaged ({bad.problem}); showing the last good read"
+        return
+    _reset(tape)
+    _set_identity(tape, st)
+    _index_entries(tape, entries, progress)
+
+
+def _set_identity(tape: Tape, st: os.stat_result) -> None:
+    tape.device, tape.inode, tape.size, tape.mtime_ns, tape.problem = (
+        st.st_dev,
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        "",
+    )
+
+
 def _reset(tape: Tape) -> None:
+    """Forget a tape's entries and statistics; its identity in the index (key, label) stays."""
+    keep = {
+        "id",
+        "key",
+        "source",
+        "kind",
+        "rel",
+        "path",
+        "name",
+        "label",
+        "role",
+        "owner",
+        "note",
+        "append_only",
+    }
+    fresh = Tape()
     with transaction.atomic():
         Entry.objects.filter(tape=tape).delete()
         Anchor.objects.filter(tape=tape).delete()
-        fresh = Tape(key=tape.key, source=tape.source, rel=tape.rel)
         for f in Tape._meta.concrete_fields:
-            if f.name not in ("id", "key", "source", "kind", "rel", "path", "name", "role", "owner", "note"):
+            if f.name not in keep:
                 setattr(tape, f.attname, getattr(fresh, f.attname))
-        tape.label = tape.name
         tape.save()
 
 
-def _index_entries(tape: Tape, progress: Progress | None) -> None:
-    source = reader(tape.kind)
+def _index_entries(tape: Tape, entries: Iterable[FileEntry], progress: Progress | None) -> None:
     rows: list[Entry] = []
     anchors: list[Anchor] = []
     phase_counts: dict[int, int] = {}
     start = tape.indexed_offset
-    for e in source.scan(Path(tape.path), tape.indexed_offset, tape.next_pos):
+    for e in entries:
         rows.append(
             Entry(
-                tape=tape, pos=e.pos, offset=e.offset, length=e.length, entry_id=e.id,
-                kind=e.kind, name=e.name[:200], date=e.date, readable=e.readable,
-                is_error=e.is_error, context=e.context,
+                tape=tape,
+                pos=e.pos,
+                offset=e.offset,
+                length=e.length,
+                entry_id=e.id,
+                kind=e.kind,
+                name=e.name[:200],
+                date=e.date,
+                readable=e.readable,
+                is_error=e.is_error,
+                context=e.context,
             )
         )
         _account(tape, e, anchors, phase_counts)
@@ -212,10 +274,10 @@ def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], phase_counts: dict
         tape.entries_since_anchor += 1
     if tape.phase_anchor_pos is not None:
         phase_counts[tape.phase_anchor_pos] = phase_counts.get(tape.phase_anchor_pos, 0) + 1
-    if tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES:
-        if e.kind == "message" or e.name == "loop.start":
-            tape.label_tries += 1
-            tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
+    wants_label = tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES
+    if wants_label and (e.kind == "message" or e.name == "loop.start"):
+        tape.label_tries += 1
+        tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
 
 
 def _flush(tape: Tape, rows: list[Entry], anchors: list[Anchor], phase_counts: dict[int, int]) -> None:

@@ -20,6 +20,7 @@ class Tape(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="attachments"
     )
     note = models.CharField(max_length=300, blank=True)
+    append_only = models.BooleanField(default=True)  # False: the agent rewrites the file wholesale
     problem = models.CharField(max_length=300, blank=True)
 
     device = models.BigIntegerField(null=True)

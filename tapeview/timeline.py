@@ -36,8 +36,15 @@ class Page:
     tail: Entry | None  # an unfinished last line, shown at the end
 
 
-def rows_for(tape: Tape, *, after: int | None = None, before: int | None = None,
-             at: int | None = None, end: bool = False, size: int = PAGE_SIZE) -> list[Row]:
+def rows_for(
+    tape: Tape,
+    *,
+    after: int | None = None,
+    before: int | None = None,
+    at: int | None = None,
+    end: bool = False,
+    size: int = PAGE_SIZE,
+) -> list[Row]:
     rows = Row.objects.filter(tape=tape)
     if end:
         return list(reversed(rows.order_by("-pos")[:size]))
@@ -58,9 +65,18 @@ def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
         if e.truncated:
             r = by_pos[e.pos]
             e = Entry(
-                pos=e.pos, offset=e.offset, length=e.length, id=r.entry_id, kind=r.kind, name=r.name,
-                date=r.date, readable=r.readable, preview=e.preview, truncated=True,
-                is_error=r.is_error, context=r.context,
+                pos=e.pos,
+                offset=e.offset,
+                length=e.length,
+                id=r.entry_id,
+                kind=r.kind,
+                name=r.name,
+                date=r.date,
+                readable=r.readable,
+                preview=e.preview,
+                truncated=True,
+                is_error=r.is_error,
+                context=r.context,
             )
         out.append(e)
     return out

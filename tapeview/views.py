@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -61,7 +62,10 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         raise Http404("this tape's file is gone") from None
     before_first, phases = timeline.phases(tape)
     ctx = {
-        "tape": tape, "page": page, "phases": phases, "before_first": before_first,
+        "tape": tape,
+        "page": page,
+        "phases": phases,
+        "before_first": before_first,
         "attachments": tape.attachments.order_by("role", "name"),
         "has_memory": _has_memory(tape),
         "jump": form.cleaned_data.get("at"),
@@ -94,11 +98,15 @@ def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     return render(request, "tapeview/entry_detail.html", {"tape": tape, "row": row, "entry": entry})
 
 
-def entry_raw(request: HttpRequest, key: str, pos: int) -> StreamingHttpResponse:
-    """The entry's bytes exactly as they are in the file, streamed."""
+def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
+    """The entry's bytes exactly as they are in the file, streamed; a record of a JSON document as JSON."""
     tape = _tape(key)
     row = get_object_or_404(Row, tape=tape, pos=pos)
-    chunks = reader(tape.kind).read_raw(Path(tape.path), row.offset, row.length)
+    source = reader(tape.kind)
+    if not tape.append_only or not hasattr(source, "read_raw"):
+        entry = timeline.read_rows(tape, [row])[0]
+        return HttpResponse(orjson.dumps(entry.payload), content_type="application/json")
+    chunks = source.read_raw(Path(tape.path), row.offset, row.length)
     response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
     response["Content-Length"] = str(row.length)
     return response

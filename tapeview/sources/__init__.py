@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
-from . import bub
+from . import araliya, bub, yachiyo
 from .model import ContextMessage, Entry, TapeFile, TapeNotFound
-from .spec import SourceSpec, SourceSpecError, parse_sources
+from .spec import SourceSpec, SourceSpecError
+from .spec import parse_sources as _parse_sources
 
-KINDS: dict[str, ModuleType] = {"bub": bub}
+KINDS: dict[str, ModuleType] = {"bub": bub, "yachiyo": yachiyo, "araliya": araliya}
 
 
 def reader(kind: str) -> ModuleType:
@@ -19,7 +21,25 @@ def reader(kind: str) -> ModuleType:
         raise SourceSpecError(f"unknown source kind {kind!r} (known: {', '.join(KINDS)})") from None
 
 
+def detect(path: Path) -> str | None:
+    """The kind of agent files a folder holds, or None."""
+    return next((kind for kind, module in KINDS.items() if module.detect(path)), None)
+
+
+def parse_sources(items: list[str] | str) -> list[SourceSpec]:
+    """Source specifications; a bare PATH gets the kind its content shows."""
+    return _parse_sources(items, detect)
+
+
 __all__ = [
-    "ContextMessage", "Entry", "KINDS", "SourceSpec", "SourceSpecError", "TapeFile",
-    "TapeNotFound", "parse_sources", "reader",
+    "ContextMessage",
+    "Entry",
+    "KINDS",
+    "SourceSpec",
+    "SourceSpecError",
+    "TapeFile",
+    "TapeNotFound",
+    "detect",
+    "parse_sources",
+    "reader",
 ]

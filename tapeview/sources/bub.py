@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote
 
 import orjson
@@ -61,16 +62,14 @@ def discover(root: Path) -> list[TapeFile]:
 
 
 def _orphan(tape: TapeFile) -> TapeFile:
-    return TapeFile(tape.key, tape.path, tape.name, tape.role, None, note=f"{tape.role} of a tape that is gone")
+    return TapeFile(
+        tape.key, tape.path, tape.name, tape.role, None, note=f"{tape.role} of a tape that is gone"
+    )
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """Entries of complete lines from byte `start` on; an unfinished last line is left alone."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
-    with f:
+    with _open(path) as f:
         f.seek(start)
         offset, pos = start, first_pos
         for raw in f:
@@ -94,8 +93,14 @@ def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
     if not rest:
         return None
     return Entry(
-        pos=pos, offset=offset, length=size - offset, id=None, kind="unreadable", readable=False,
-        problem="unfinished last line (being written, or cut by a crash)", preview=_preview(rest),
+        pos=pos,
+        offset=offset,
+        length=size - offset,
+        id=None,
+        kind="unreadable",
+        readable=False,
+        problem="unfinished last line (being written, or cut by a crash)",
+        preview=_preview(rest),
     )
 
 
@@ -104,12 +109,8 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
     spans = sorted(spans, key=lambda s: s[1])
     if not spans:
         return []
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
     out = []
-    with f:
+    with _open(path) as f:
         for pos, offset, length in spans:
             f.seek(offset)
             if length > DISPLAY_PARSE_LIMIT:
@@ -121,11 +122,7 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
 
 def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The raw bytes of one entry, streamed."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
-    with f:
+    with _open(path) as f:
         f.seek(offset)
         while length > 0:
             block = f.read(min(chunk, length))
@@ -133,6 +130,13 @@ def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iter
                 return
             length -= len(block)
             yield block
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the callers' `with` closes it
+    except FileNotFoundError as exc:
+        raise TapeNotFound(str(path)) from exc
 
 
 def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
@@ -168,8 +172,10 @@ def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
         is_error = isinstance(results, list) and any(is_tool_error(r) for r in results)
     elif kind == "event":
         data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
-        is_error = data.get("status") == "error" or name.endswith(".error") or bool(
-            name == "loop.result" and data.get("error")
+        is_error = (
+            data.get("status") == "error"
+            or name.endswith(".error")
+            or bool(name == "loop.result" and data.get("error"))
         )
         usage = data.get("usage") if name == "run" else None
         if isinstance(usage, dict):
@@ -178,10 +184,22 @@ def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
             details = usage.get("prompt_tokens_details")
             cached_tokens = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
     return Entry(
-        pos=pos, offset=offset, length=length, id=eid, kind=kind, name=name, date=date,
-        payload=payload, meta=meta, problem=problem, is_error=is_error, tokens=tokens,
-        prompt_tokens=prompt_tokens, cached_tokens=cached_tokens,
-        context=meta.get("context") is not False, phase=phase,
+        pos=pos,
+        offset=offset,
+        length=length,
+        id=eid,
+        kind=kind,
+        name=name,
+        date=date,
+        payload=payload,
+        meta=meta,
+        problem=problem,
+        is_error=is_error,
+        tokens=tokens,
+        prompt_tokens=prompt_tokens,
+        cached_tokens=cached_tokens,
+        context=meta.get("context") is not False,
+        phase=phase,
     )
 
 
@@ -225,14 +243,25 @@ def salvage(raw_preview: str) -> str:
 
 def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
     return Entry(
-        pos=pos, offset=offset, length=len(raw), id=None, kind="unreadable",
-        readable=False, problem=problem, preview=_preview(raw),
+        pos=pos,
+        offset=offset,
+        length=len(raw),
+        id=None,
+        kind="unreadable",
+        readable=False,
+        problem=problem,
+        preview=_preview(raw),
     )
 
 
 def _too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:
     return Entry(
-        pos=pos, offset=offset, length=length, id=None, kind="", truncated=True,
+        pos=pos,
+        offset=offset,
+        length=length,
+        id=None,
+        kind="",
+        truncated=True,
         preview=_preview(head, limit=DISPLAY_PREVIEW_BYTES),
     )
 
@@ -270,9 +299,7 @@ def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
             messages.append(ContextMessage(p.get("role", ""), p.get("content"), e.pos))
         elif e.kind == "tool_call":
             pending = p.get("calls") if isinstance(p.get("calls"), list) else []
-            messages.append(
-                ContextMessage("assistant", p.get("content") or "", e.pos, tool_calls=pending)
-            )
+            messages.append(ContextMessage("assistant", p.get("content") or "", e.pos, tool_calls=pending))
         elif e.kind == "tool_result":
             results = p.get("results") if isinstance(p.get("results"), list) else []
             for i, result in enumerate(results):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-KNOWN_KINDS = ("bub",)
+Detector = Callable[[Path], str | None]
+
+KNOWN_KINDS = ("bub", "nanobot", "yachiyo", "araliya")
 _SPEC = re.compile(r"^(?:(?P<label>[\w.-]+)=)?(?:(?P<kind>[a-z]+):)?(?P<path>.+)$")
 
 
@@ -24,17 +27,21 @@ class SourceSpec:
         return f"{self.label}={self.kind}:{self.path}"
 
 
-def parse_source(text: str) -> SourceSpec:
-    """One `[LABEL=]KIND:PATH` specification; the label defaults to the folder's name."""
+def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
+    """One `[LABEL=]KIND:PATH` specification; a bare PATH's kind is detected from what it holds."""
     m = _SPEC.match(text.strip())
     if not m or not m["path"].strip():
-        raise SourceSpecError(f"cannot read source {text!r}: expected [LABEL=]KIND:PATH")
+        raise SourceSpecError(f"cannot read source {text!r}: expected [LABEL=]KIND:PATH or a path")
     kind = m["kind"]
-    if kind is None:
-        raise SourceSpecError(f"source {text!r} names no kind: write one of {', '.join(KNOWN_KINDS)}:PATH")
-    if kind not in KNOWN_KINDS:
+    if kind is not None and kind not in KNOWN_KINDS:
         raise SourceSpecError(f"unknown source kind {kind!r} in {text!r} (known: {', '.join(KNOWN_KINDS)})")
     path = Path(m["path"].strip()).expanduser().resolve()
+    if kind is None:
+        kind = detect(path) if detect else None
+        if kind is None:
+            raise SourceSpecError(
+                f"cannot tell what {str(path)!r} holds: write KIND:PATH with one of {', '.join(KNOWN_KINDS)}"
+            )
     label = m["label"] or _default_label(path)
     return SourceSpec(label, kind, path)
 
@@ -44,13 +51,13 @@ def _default_label(path: Path) -> str:
     return re.sub(r"[^\w.-]", "-", parts[-1] if parts else "source").lstrip(".") or "source"
 
 
-def parse_sources(items: list[str] | str) -> list[SourceSpec]:
+def parse_sources(items: list[str] | str, detect: Detector | None = None) -> list[SourceSpec]:
     """Several specifications; labels are made unique by a numeric suffix."""
     if isinstance(items, str):
         items = [s for s in items.split(",") if s.strip()]
     specs, seen = [], set()
     for item in items:
-        spec = parse_source(item)
+        spec = parse_source(item, detect)
         label, n = spec.label, 2
         while label in seen:
             label, n = f"{spec.label}-{n}", n + 1

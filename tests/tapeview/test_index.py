@@ -29,11 +29,18 @@ def tape(name: str) -> Tape:
 def test_real_tapes_are_indexed_with_their_statistics(bub_home: Path) -> None:
     sync(bub_home)
     t = tape("9d11f561157e98d3__0b871d5e50e7c192")
-    assert (t.label, t.entries, t.anchors, t.last_anchor) == ("cli:local", 97, 4, "auto_handoff/context_overflow")
+    assert (t.label, t.entries, t.anchors, t.last_anchor) == (
+        "cli:local",
+        97,
+        4,
+        "auto_handoff/context_overflow",
+    )
     assert (t.entries_since_anchor, t.tokens, t.errors, t.unreadable) == (27, 38856, 3, 0)
     assert t.indexed_offset == t.size == os.path.getsize(t.path)
     assert list(Anchor.objects.filter(tape=t, phase=True).values_list("name", "entries")) == [
-        ("session/start", 30), ("phase/explore-done", 12), ("phase/implement", 24),
+        ("session/start", 30),
+        ("phase/explore-done", 12),
+        ("phase/implement", 24),
         ("auto_handoff/context_overflow", 27),
     ]
     assert Tape.objects.filter(owner=t).get().role == "sidecar"
@@ -106,12 +113,22 @@ def test_unreadable_lines_are_counted_apart(bub_samples: Path) -> None:
 
 def test_deleting_the_index_and_indexing_again_gives_the_same_index(bub_home: Path) -> None:
     sync(bub_home)
-    before = list(Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors"))
-    entries_before = list(Entry.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind"))
+    before = list(
+        Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors")
+    )
+    entries_before = list(
+        Entry.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind")
+    )
     Tape.objects.all().delete()
     sync(bub_home)
-    assert list(Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors")) == before
-    assert list(Entry.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind")) == entries_before
+    assert (
+        list(Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors"))
+        == before
+    )
+    assert (
+        list(Entry.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind"))
+        == entries_before
+    )
 
 
 def test_tapes_whose_files_are_gone_leave_the_index(bub_home: Path, tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_tool_calls_are_paired_with_their_results_and_failures_are_red(viewer_cl
     call = re.search(r'<article class="entry k-tool_call[^"]*" id="e20">.*?</article>', html, re.S).group(0)
     assert "fs_read" in call and "# csvkit-lite" in call
     assert '<li class="call error">' in call and "not a git repository" in call
-    assert "results shown with the call <a href=\"#e20\">#20</a>" in html
+    assert 'results shown with the call <a href="#e20">#20</a>' in html
 
 
 def test_events_show_token_usage_and_system_prompts_are_collapsed(viewer_client, served) -> None:
@@ -103,8 +103,12 @@ def test_glued_line_is_shown_as_unreadable_with_the_entries_around_it(viewer_cli
     text = path.read_text()
     with path.open("a") as f:
         f.write('{"id": 13, "kind": "message", "payload": {"role": "assi')
-        f.write('{"id": 14, "kind": "message", "payload": {"role": "user", "content": "after the crash"}, "meta": {}}\n')
-        f.write('{"id": 15, "kind": "message", "payload": {"role": "user", "content": "still here"}, "meta": {}}\n')
+        f.write(
+            '{"id": 14, "kind": "message", "payload": {"role": "user", "content": "after the crash"}, "meta": {}}\n'
+        )
+        f.write(
+            '{"id": 15, "kind": "message", "payload": {"role": "user", "content": "still here"}, "meta": {}}\n'
+        )
     html = viewer_client.get(f"/tapes/{key('fork_merged')}/").content.decode()
     assert "Unreadable line 13: glued line" in html
     assert "still here" in html and text.count("\n") == 12
@@ -127,7 +131,9 @@ def test_paging_reads_pages_of_entries_and_jumps(viewer_client, served) -> None:
 def test_a_page_indexes_its_tape_when_it_grew(viewer_client, served) -> None:
     path = served["samples"] / "fork_merged.jsonl"
     with path.open("a") as f:
-        f.write('{"id": 13, "kind": "message", "payload": {"role": "user", "content": "appended just now"}, "meta": {}}\n')
+        f.write(
+            '{"id": 13, "kind": "message", "payload": {"role": "user", "content": "appended just now"}, "meta": {}}\n'
+        )
     assert "appended just now" in viewer_client.get(f"/tapes/{key('fork_merged')}/?end=1").content.decode()
 
 
@@ -167,7 +173,9 @@ def test_huge_entry_has_a_bounded_preview_and_a_show_all(viewer_client, served) 
     html = viewer_client.get(f"/tapes/{k}/?end=1").content.decode()
     assert "too big to show here" in html and len(html) < 200_000
     raw = viewer_client.get(f"/tapes/{k}/entries/13/raw")
-    assert len(b"".join(raw.streaming_content)) == len(blob) + len('{"id": 13, "kind": "tool_result", "payload": {"results": [""]}, "meta": {}}\n')
+    assert len(b"".join(raw.streaming_content)) == len(blob) + len(
+        '{"id": 13, "kind": "tool_result", "payload": {"results": [""]}, "meta": {}}\n'
+    )
 
 
 def test_entry_page_shows_the_whole_payload(viewer_client, served) -> None:

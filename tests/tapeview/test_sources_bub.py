@@ -22,7 +22,12 @@ def test_real_session_reads_as_the_agent_sees_it(bub_samples: Path) -> None:
     kinds = {e.kind for e in found}
     assert kinds == {"anchor", "event", "message", "system", "tool_call", "tool_result", "error"}
     anchors = [e.name for e in found if e.is_anchor]
-    assert anchors == ["session/start", "phase/explore-done", "phase/implement", "auto_handoff/context_overflow"]
+    assert anchors == [
+        "session/start",
+        "phase/explore-done",
+        "phase/implement",
+        "auto_handoff/context_overflow",
+    ]
 
 
 def test_byte_offsets_point_at_each_line(bub_samples: Path) -> None:
@@ -118,7 +123,9 @@ def test_legacy_float_timestamp_gives_the_time(bub_samples: Path) -> None:
 
 def test_iso_date_without_fraction_is_read(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_text('{"id": 1, "kind": "event", "payload": {"name": "x"}, "meta": {}, "date": "2026-11-22T01:37:38+00:00"}\n')
+    path.write_text(
+        '{"id": 1, "kind": "event", "payload": {"name": "x"}, "meta": {}, "date": "2026-11-22T01:37:38+00:00"}\n'
+    )
     assert entries(path)[0].date.isoformat() == "2026-11-22T01:37:38+00:00"
 
 
@@ -207,7 +214,9 @@ def test_context_drops_operational_entries_and_shows_inner_anchors(bub_samples: 
 def test_huge_entry_is_read_as_a_bounded_preview(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     blob = "x" * (bub.DISPLAY_PARSE_LIMIT + 10)
-    path.write_text(json.dumps({"id": 1, "kind": "tool_result", "payload": {"results": [blob]}, "meta": {}}) + "\n")
+    path.write_text(
+        json.dumps({"id": 1, "kind": "tool_result", "payload": {"results": [blob]}, "meta": {}}) + "\n"
+    )
     (scanned,) = entries(path)
     (shown,) = bub.read_entries(path, [(1, 0, scanned.length)])
     assert shown.truncated and len(shown.preview) <= bub.DISPLAY_PREVIEW_BYTES + 1

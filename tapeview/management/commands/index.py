@@ -20,7 +20,9 @@ def sources_from(args: list[str]) -> list:
 
 def run_index(specs: list, stdout) -> index.SyncReport:
     total = index.pending_bytes(specs)
-    with tqdm(total=total, unit="B", unit_scale=True, desc="indexing", disable=not sys.stderr.isatty()) as bar:
+    with tqdm(
+        total=total, unit="B", unit_scale=True, desc="indexing", disable=not sys.stderr.isatty()
+    ) as bar:
         report = index.sync(specs, progress=bar.update)
     for problem in report.problems:
         stdout.write(f"problem: {problem}")

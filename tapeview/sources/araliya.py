@@ -1,0 +1,250 @@
+"""araliya-bot sessions: `sessions.json` and one `transcript.md` per session, read as araliya does.
+
+Follows ../shared/formats/araliya.md (§B.2, §B.4). Every append re-parses, caps and rewrites the
+whole transcript (`File::create` + `write_all`), so a tape is not append-only. An entry starts at
+a line beginning with exactly "### " and runs to the next such line: `pos` is the header's 1-based
+line number, `offset`/`length` the byte span of the entry. A content line that starts with "### "
+is split off by araliya's own reader; it is shown as the entry araliya sees, with a problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import quote
+
+from .model import ContextMessage, Entry, TapeFile, TapeNotFound
+
+KIND = "araliya"
+PREVIEW_BYTES = 600
+CONTEXT_WINDOW = 20  # session_chat.rs: transcript entries injected as context
+HEADER = b"### "
+SEPARATOR = " \u2014 "  # space, EM DASH, space
+# Rust's str::trim: the Unicode White_Space characters.
+WHITE_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+SPLIT_OFF = "a content line starting with '### ' was split off by araliya's reader"
+
+
+def _memory_dirs(root: Path) -> list[Path]:
+    """The memory dirs under a source root: itself, an identity dir's, or each identity dir's."""
+    if (root / "sessions.json").is_file() or (root / "sessions").is_dir() and root.name == "memory":
+        return [root]
+    if (root / "memory" / "sessions.json").is_file():
+        return [root / "memory"]
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p / "memory" for p in children if (p / "memory" / "sessions.json").is_file()]
+
+
+def detect(root: Path) -> bool:
+    return bool(_memory_dirs(root))
+
+
+def discover(root: Path) -> list[TapeFile]:
+    """Every session of each sessions.json (oldest first), then session dirs it does not list."""
+    found = []
+    for memory in _memory_dirs(root):
+        sessions, problem = _read_sessions(memory / "sessions.json")
+        listed = sorted(sessions.items(), key=lambda kv: (str(_field(kv[1], "created_at")), kv[0]))
+        for sid, info in listed:
+            found.append(_tape(root, memory, sid, _field(info, "last_agent"), problem))
+        try:
+            extra = sorted(
+                p.name for p in (memory / "sessions").iterdir() if p.is_dir() and p.name not in sessions
+            )
+        except OSError:
+            extra = []
+        for sid in extra:
+            found.append(_tape(root, memory, sid, None, problem or "not listed in sessions.json"))
+    return found
+
+
+def _field(info: object, key: str) -> object:
+    return info.get(key) if isinstance(info, dict) else None
+
+
+def _tape(root: Path, memory: Path, sid: str, agent: object, note: str) -> TapeFile:
+    safe = sid not in ("", ".", "..") and "/" not in sid and "\\" not in sid
+    folder = memory / "sessions" / (sid if safe else quote(sid, safe=""))
+    path = folder / "transcript.md"
+    notes = [note] if note else []
+    if not safe:
+        notes.append("the id is not a plain folder name: not read")
+    elif not folder.is_dir():
+        notes.append("its session folder is gone")
+    elif not path.is_file():
+        notes.append("no transcript.md yet")
+    notes.append(_kv_note(folder / "kv.json"))
+    label = f"{sid} ({agent if isinstance(agent, str) else 'no agent'})"
+    return TapeFile(
+        path.relative_to(root).as_posix(),
+        path,
+        sid,
+        label=label,
+        append_only=False,
+        note="; ".join(n for n in notes if n),
+    )
+
+
+def _read_sessions(path: Path) -> tuple[dict, str]:
+    # araliya writes with a plain truncate-then-write: a parse error may be a write in flight.
+    for _ in range(2):
+        try:
+            doc = json.loads(path.read_bytes())
+            break
+        except FileNotFoundError:
+            return {}, "no sessions.json"
+        except (OSError, ValueError):
+            doc = None
+    sessions = doc.get("sessions") if isinstance(doc, dict) else None
+    return (sessions, "") if isinstance(sessions, dict) else ({}, "sessions.json is unreadable")
+
+
+def _kv_note(path: Path) -> str:
+    try:
+        kv = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError):
+        return "kv.json is unreadable"
+    if not isinstance(kv, dict):
+        return "kv.json is unreadable"
+    entries, order = kv.get("entries"), kv.get("order")
+    if isinstance(entries, list):
+        keys = len({e.get("key") for e in entries if isinstance(e, dict)})
+    elif isinstance(order, list):  # the layout of araliya after 447744f (§B.7)
+        keys = len(set(map(str, order)))
+    else:
+        return "kv.json is malformed"
+    return f"kv: {keys} key{'s' * (keys != 1)} (cap {kv.get('cap')})"
+
+
+def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
+    """All entries of the transcript; `start` and `first_pos` are ignored (always read whole)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        if path.parent.is_dir():
+            return  # a session without a transcript yet: no entries
+        raise TapeNotFound(str(path)) from exc
+    except OSError as exc:
+        yield _unreadable(b"", 1, 0, f"cannot read the file: {exc.strerror or exc}")
+        return
+    for pos, offset, length in _spans(raw):
+        if pos == 1 and not raw.startswith(HEADER) and not raw[:length].strip():
+            continue  # blank lines before the first header: araliya skips them, nothing is lost
+        yield parse_entry(raw[offset : offset + length], pos, offset)
+
+
+def _spans(raw: bytes) -> Iterator[tuple[int, int, int]]:
+    """(line number, byte offset, byte length) of each entry, and of any text before the first."""
+    start_pos, start, offset = 1, 0, 0
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        if line.startswith(HEADER) and offset > start:
+            yield start_pos, start, offset - start
+            start_pos, start = number, offset
+        offset += len(line) + 1
+    if len(raw) > start:
+        yield start_pos, start, len(raw) - start
+
+
+def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:
+    spans = sorted(spans, key=lambda s: s[1])
+    if not spans:
+        return []
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise TapeNotFound(str(path)) from exc
+    return [parse_entry(raw[offset : offset + length], pos, offset) for pos, offset, length in spans]
+
+
+def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
+    return None  # rewritten wholesale: there is no tail to wait for
+
+
+def parse_entry(chunk: bytes, pos: int, offset: int) -> Entry:
+    """One entry as araliya's parse_transcript reads it, or the text it discards."""
+    if not chunk.startswith(HEADER):
+        return _unreadable(chunk, pos, offset, "text before the first header: araliya's reader discards it")
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return _unreadable(chunk, pos, offset, "invalid UTF-8: araliya cannot read this transcript")
+    # str::lines(): split on \n, drop one trailing \r per line, no empty last line.
+    lines = [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
+    header = lines[0][len("### ") :]
+    if SEPARATOR in header:
+        role, stamp = (part.strip(WHITE_SPACE) for part in header.split(SEPARATOR, 1))
+    else:
+        role, stamp = header, ""
+    content = "\n".join(lines[1:]).strip(WHITE_SPACE)
+    date, problem = None, SPLIT_OFF
+    if _STAMP.fullmatch(stamp):
+        try:
+            date, problem = datetime.fromisoformat(stamp), ""
+        except ValueError:
+            problem = f"impossible timestamp {stamp!r}"
+    payload = {"role": role, "timestamp": stamp, "content": content}
+    return Entry(
+        pos,
+        offset,
+        len(chunk),
+        None,
+        "message",
+        name=role,
+        date=date,
+        payload=payload,
+        problem=problem,
+        meta={"split_off": bool(problem)},
+    )
+
+
+def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
+    text = raw[:PREVIEW_BYTES].decode("utf-8", errors="replace").rstrip("\n")
+    preview = text + ("…" if len(raw) > PREVIEW_BYTES else "")
+    return Entry(
+        pos,
+        offset,
+        len(raw),
+        None,
+        "unreadable",
+        readable=False,
+        problem=problem,
+        preview=preview,
+        context=False,
+    )
+
+
+def session_label(tape_name: str, entry: Entry) -> str | None:
+    """The first user turn, for a session folder sessions.json does not list."""
+    if entry.kind == "message" and entry.name == "user" and isinstance(entry.payload, dict):
+        first = str(entry.payload.get("content") or "").strip().split("\n", 1)[0]
+        return first[:60] or None
+    return None
+
+
+def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
+    """The last 20 entries, bogus ones too, as session_chat.rs reads them for the next turn.
+
+    araliya sends them to the model as one prompt, "Previous conversation:\\n{role}: {content}\\n…"
+    followed by the new user turn; here each stays a message of its own.
+    """
+    messages = [e for e in entries if e.readable and e.kind == "message"][-CONTEXT_WINDOW:]
+    return [ContextMessage(e.name, e.payload.get("content", ""), e.pos) for e in messages]
+
+
+def tool_calls(entry: Entry) -> list[dict]:
+    return []  # araliya's transcript keeps no tool calls
+
+
+def tool_results(entry: Entry) -> list[dict]:
+    return []
