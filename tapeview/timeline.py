@@ -7,9 +7,11 @@ from pathlib import Path
 
 from .models import Anchor, Tape
 from .models import Entry as Row
-from .sources import Entry, reader
+from .sources import Entry, TapeNotFound, reader
 
 PAGE_SIZE = 50
+TURN_KINDS = ("message", "tool_call", "tool_result")
+MAX_RESULTS = 64
 LEAD = 5  # entries shown before a jumped-to position, for context
 
 
@@ -34,6 +36,7 @@ class Page:
     has_older: bool
     has_newer: bool
     tail: Entry | None  # an unfinished last line, shown at the end
+    boundary_after: int | None = None  # everything on the page is archived: draw the boundary last
 
 
 def rows_for(
@@ -93,54 +96,84 @@ def page(tape: Tape, **where) -> Page:
     tail = None
     if not newer and tape.pending_bytes:
         tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    boundaries = getattr(reader(tape.kind), "boundaries", None)
-    if boundaries:
-        marks = boundaries(tape, entries)
-        for item in items:
-            item.boundary = marks.get(item.entry.pos, "")
-    return Page(items, first, last, older, newer, tail)
+    boundary = archive_boundary(tape)
+    for item in items:
+        if item.entry.pos == boundary:
+            item.boundary = "consolidated into memory up to here"
+    return Page(
+        items,
+        first,
+        last,
+        older,
+        newer,
+        tail,
+        boundary if boundary and not newer and boundary > (last or 0) else None,
+    )
 
 
-def _neighbour(tape: Tape, pos: int, kind: str, *, forward: bool) -> Entry | None:
-    rows = Row.objects.filter(tape=tape, kind__in=("tool_call", "tool_result"))
-    rows = rows.filter(pos__gt=pos).order_by("pos") if forward else rows.filter(pos__lt=pos).order_by("-pos")
-    row = rows.first()
-    if row is None or row.kind != kind:
+def archive_boundary(tape: Tape) -> int | None:
+    """Where a family that archives old messages (nanobot) draws "consolidated up to here"."""
+    find = getattr(reader(tape.kind), "archive_boundary", None)
+    if find is None:
         return None
-    return read_rows(tape, [row])[0]
+    try:
+        return find(reader(tape.kind).scan(Path(tape.path)))
+    except TapeNotFound:
+        return None
+
+
+def _following_results(tape: Tape, pos: int) -> list[Entry]:
+    """The tool_result entries that answer the tool_call at `pos`, read through the index."""
+    rows = Row.objects.filter(tape=tape, pos__gt=pos, kind__in=TURN_KINDS).order_by("pos")[:MAX_RESULTS]
+    found = []
+    for row in rows:
+        if row.kind != "tool_result":
+            break
+        found.append(row)
+    return read_rows(tape, found)
+
+
+def _preceding_call(tape: Tape, pos: int) -> Entry | None:
+    rows = Row.objects.filter(tape=tape, pos__lt=pos, kind__in=TURN_KINDS).exclude(kind="tool_result")
+    row = rows.order_by("-pos").first()
+    return read_rows(tape, [row])[0] if row is not None and row.kind == "tool_call" else None
 
 
 def _pair(tape: Tape, items: list[Item]) -> list[Item]:
-    """Pair every tool_call with the tool_result that follows it, on this page or beyond."""
+    """Pair every tool_call with the tool_result entries that follow it, on this page or beyond.
+
+    Bub writes one tool_result per call batch; nanobot one per call; both end at the next
+    message or tool_call.
+    """
     source = reader(tape.kind)
-    last_call: Item | None = None
-    for item in items:
-        e = item.entry
-        if not e.readable or e.truncated:
+    call: Item | None = None
+    answered: list[Item] = []
+    for item in [*items, None]:
+        e = item.entry if item else None
+        if e is not None and (not e.readable or e.truncated or e.kind not in TURN_KINDS):
             continue
-        if e.kind == "tool_call":
-            last_call = item
-        elif e.kind == "tool_result":
-            call = last_call.entry if last_call else _neighbour(tape, e.pos, "tool_call", forward=False)
-            item.call_pos = call.pos if call else None
-            item.results = _match(source, call, e)
-            if last_call is not None:
-                last_call.result_pos, last_call.calls = e.pos, item.results
-                item.folded = True
-            last_call = None
-    for item in items:
-        e = item.entry
-        if e.kind == "tool_call" and e.readable and not e.truncated and item.result_pos is None:
-            result = _neighbour(tape, e.pos, "tool_result", forward=True)
-            item.result_pos = result.pos if result else None
-            item.calls = _match(source, e, result)
+        if e is not None and e.kind == "tool_result":
+            if call is None:
+                preceding = _preceding_call(tape, e.pos)
+                item.call_pos = preceding.pos if preceding else None
+                item.results = _match(source, preceding, [e])
+            else:
+                item.call_pos, item.folded = call.entry.pos, True
+                answered.append(item)
+            continue
+        if call is not None:
+            results = [a.entry for a in answered] if answered else _following_results(tape, call.entry.pos)
+            call.result_pos = results[0].pos if results else None
+            call.calls = _match(source, call.entry, results)
+        call = item if e is not None and e.kind == "tool_call" else None
+        answered = []
     return items
 
 
-def _match(source, call: Entry | None, result: Entry | None) -> list[dict]:
+def _match(source, call: Entry | None, answers: list[Entry]) -> list[dict]:
     """Calls and results side by side: by call id where the agent keeps one, else by position."""
     calls = source.tool_calls(call) if call and not call.truncated else []
-    results = source.tool_results(result) if result and not result.truncated else []
+    results = [r for a in answers if not a.truncated for r in source.tool_results(a)]
     by_id = {r["call_id"]: r for r in results if r.get("call_id")}
     pairs = []
     for i, c in enumerate(calls):

@@ -9,6 +9,7 @@ from . import accounts, views
 
 tape_urls = [
     path("", views.tape_list, name="tape_list"),
+    path("sources/", views.source_list, name="source_list"),
     path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),
     path("tapes/<str:key>/context", views.tape_context, name="tape_context"),
     path("tapes/<str:key>/entries/<int:pos>/", views.entry_detail, name="entry_detail"),

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from . import context, index, timeline
+from . import context, health, index, timeline
 from .forms import TapeListForm, TimelineForm
 from .models import Entry as Row
 from .models import Tape
@@ -110,3 +110,9 @@ def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
     response["Content-Length"] = str(row.length)
     return response
+
+
+def source_list(request: HttpRequest) -> HttpResponse:
+    """Every configured source, its detected kind and health. Template `tapeview/source_list.html`."""
+    index.sync_if_stale()
+    return render(request, "tapeview/source_list.html", {"sources": health.source_health()})

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from . import araliya, bub, yachiyo
+from . import araliya, bub, nanobot, yachiyo
 from .model import ContextMessage, Entry, TapeFile, TapeNotFound
 from .spec import SourceSpec, SourceSpecError
 from .spec import parse_sources as _parse_sources
 
-KINDS: dict[str, ModuleType] = {"bub": bub, "yachiyo": yachiyo, "araliya": araliya}
+KINDS: dict[str, ModuleType] = {"bub": bub, "nanobot": nanobot, "yachiyo": yachiyo, "araliya": araliya}
 
 
 def reader(kind: str) -> ModuleType:

@@ -22,6 +22,7 @@ class SourceSpec:
     label: str
     kind: str
     path: Path
+    detected: bool = False  # the kind was told by the folder's content, not by the spec
 
     def __str__(self) -> str:
         return f"{self.label}={self.kind}:{self.path}"
@@ -36,6 +37,7 @@ def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
     if kind is not None and kind not in KNOWN_KINDS:
         raise SourceSpecError(f"unknown source kind {kind!r} in {text!r} (known: {', '.join(KNOWN_KINDS)})")
     path = Path(m["path"].strip()).expanduser().resolve()
+    detected = kind is None
     if kind is None:
         kind = detect(path) if detect else None
         if kind is None:
@@ -43,7 +45,7 @@ def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
                 f"cannot tell what {str(path)!r} holds: write KIND:PATH with one of {', '.join(KNOWN_KINDS)}"
             )
     label = m["label"] or _default_label(path)
-    return SourceSpec(label, kind, path)
+    return SourceSpec(label, kind, path, detected)
 
 
 def _default_label(path: Path) -> str:
@@ -62,5 +64,5 @@ def parse_sources(items: list[str] | str, detect: Detector | None = None) -> lis
         while label in seen:
             label, n = f"{spec.label}-{n}", n + 1
         seen.add(label)
-        specs.append(SourceSpec(label, spec.kind, spec.path))
+        specs.append(SourceSpec(label, spec.kind, spec.path, spec.detected))
     return specs

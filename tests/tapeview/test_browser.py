@@ -100,6 +100,6 @@ def test_pages_work_without_javascript(site: str, user_factory) -> None:
         page.get_by_role("button", name="Filter").click()
         expect(page.locator("table.sessions tbody tr")).to_have_count(1)
         page.get_by_role("link", name="telegram:-1001234567890").click()
-        page.get_by_role("link", name="Context after the last anchor").click()
+        page.get_by_role("link", name="Context preview").click()
         expect(page.locator("#message-count")).to_have_text("2")
         browser.close()

@@ -1,0 +1,204 @@
+"""nanobot sessions for Tapeview: scan a session file, find the archive boundary, rebuild the replay.
+
+Follows ../shared/formats/nanobot.md §2. Files are rewritten wholesale, so every scan starts at
+byte 0; what each line holds is read by nanobot_files.parse_line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .model import ContextMessage, Entry, TapeNotFound
+from .nanobot_files import (
+    detect,
+    discover,
+    is_empty_assistant,
+    is_int,
+    key_from_stem,
+    parse_line,
+    replay_text,
+    tool_calls_of,
+)
+
+__all__ = [
+    "KIND",
+    "archive_boundary",
+    "archive_offset",
+    "context_messages",
+    "detect",
+    "discover",
+    "read_entries",
+    "scan",
+    "session_label",
+    "tool_calls",
+    "tool_results",
+    "unfinished_tail",
+]
+
+KIND = "nanobot"
+
+
+def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
+    """Every record of the file from byte 0 (`start` is ignored: nanobot rewrites the whole file)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise TapeNotFound(str(path)) from exc
+    offset, pos, index = 0, 1, 0
+    while offset < len(data):
+        end = data.find(b"\n", offset)
+        end = len(data) if end < 0 else end + 1
+        raw = data[offset:end]
+        if raw.strip():
+            entry = parse_line(raw, pos, offset, index)
+            index += entry.id is not None
+            yield entry
+        offset, pos = end, pos + 1
+
+
+def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:
+    """The entries at these places, as `scan` gives them (a rescan: ids count the messages before)."""
+    wanted = {pos for pos, _offset, _length in spans}
+    if not wanted:
+        return []
+    return [e for e in scan(path) if e.pos in wanted]
+
+
+def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
+    """None: a cut last line is already an unreadable entry of `scan`."""
+    return None
+
+
+def session_label(tape_name: str, entry: Entry) -> str | None:
+    """The session key: from a metadata record, or decoded from a 0.3+ file name."""
+    if entry.kind == "metadata" and entry.name:
+        return entry.name
+    return key_from_stem(tape_name)
+
+
+def archive_offset(entries: Iterable[Entry]) -> int:
+    """`last_archived` (else `last_consolidated`) of the last metadata record, reset to 0 when
+    it is not an int or lies outside 0…len(messages), as Session.__post_init__ does."""
+    offset, messages = 0, 0
+    for e in entries:
+        if e.kind == "metadata" and e.readable:
+            values = (e.payload.get("last_archived"), e.payload.get("last_consolidated"))
+            offset = next((v for v in values if is_int(v)), 0)
+        elif e.id is not None:
+            messages += 1
+    return offset if 0 <= offset <= messages else 0
+
+
+def archive_boundary(entries: Iterable[Entry]) -> int | None:
+    """The pos of the first message not yet archived into memory; None when nothing is archived.
+
+    When every message is archived it is the pos just after the last entry.
+    """
+    entries = list(entries)
+    offset = archive_offset(entries)
+    if offset == 0:
+        return None
+    for e in entries:
+        if e.id is not None and e.id >= offset:
+            return e.pos
+    return entries[-1].pos + 1
+
+
+def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
+    """`Session.get_history()` of nanobot 0.3.5 over all the entries of a session (formats §2.5)."""
+    entries = list(entries)
+    offset = archive_offset(entries)
+    replay = [e for e in entries if e.id is not None and e.readable and e.id >= offset]
+    for i, e in enumerate(replay):
+        if e.payload.get("role") == "user":
+            # Keep a proactive delivery the user may be replying to.
+            replay = replay[i - 1 if i > 0 and replay[i - 1].payload.get("_channel_delivery") else i :]
+            break
+    replay = replay[_legal_start(replay) :]
+    out = []
+    for e in replay:
+        record = e.payload
+        if record.get("_command") or is_empty_assistant(record):
+            continue
+        role = record.get("role") if isinstance(record.get("role"), str) else ""
+        content = record.get("content", "")
+        if role == "assistant" and isinstance(content, str):
+            content = replay_text(content)
+        content = _with_breadcrumbs(record, role, content)
+        calls = record.get("tool_calls")
+        out.append(
+            ContextMessage(
+                role,
+                content,
+                e.pos,
+                tool_calls=[c for c in calls if _is_call(c)] if isinstance(calls, list) else None,
+                tool_call_id=record.get("tool_call_id"),
+                name=record.get("name"),
+            )
+        )
+    return out
+
+
+def _legal_start(replay: list[Entry]) -> int:
+    """nanobot's find_legal_message_start: skip past tool results whose call is not in view."""
+    declared: set[str] = set()
+    start = 0
+    for i, e in enumerate(replay):
+        role = e.payload.get("role")
+        if role == "assistant":
+            calls = e.payload.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
+                if isinstance(call, dict) and call.get("id"):
+                    declared.add(str(call["id"]))
+        elif role == "tool":
+            call_id = e.payload.get("tool_call_id")
+            if call_id and str(call_id) not in declared:
+                start = i + 1
+                declared.clear()
+    return start
+
+
+def _with_breadcrumbs(record: dict, role: str, content: Any) -> Any:
+    """User media as `[image: path]` lines, and CLI app attachments, as replay adds them."""
+    if role != "user" or not isinstance(content, str):
+        return content
+    media = record.get("media")
+    lines = [f"[image: {p}]" for p in media if isinstance(p, str) and p] if isinstance(media, list) else []
+    apps = record.get("cli_apps")
+    if not isinstance(record.get("_runtime_context"), dict) and isinstance(apps, list):
+        for app in apps[:8]:
+            name = str(app.get("name") or "").strip().lower() if isinstance(app, dict) else ""
+            if name:
+                entry_point = str(app.get("entry_point") or "unknown").strip() or "unknown"
+                lines.append(
+                    f"[CLI App Attachment: @{name}; tool=run_cli_app; entry_point={entry_point}; "
+                    f"skill=skills/cli-app-{name}/SKILL.md]"
+                )
+    if not lines:
+        return content
+    # Media first, then the app lines, each joined the way get_history joins them.
+    return "\n".join([content, *lines]) if content else "\n".join(lines)
+
+
+def _is_call(call: object) -> bool:
+    return isinstance(call, dict) and isinstance(call.get("function", {}), dict)
+
+
+def tool_calls(entry: Entry) -> list[dict]:
+    return tool_calls_of(entry.payload) if isinstance(entry.payload, dict) else []
+
+
+def tool_results(entry: Entry) -> list[dict]:
+    """One result per `tool` row, paired with its call by `tool_call_id`."""
+    if not isinstance(entry.payload, dict):
+        return []
+    call_id = entry.payload.get("tool_call_id")
+    return [
+        {
+            "call_id": call_id if isinstance(call_id, str) and call_id else None,
+            "content": entry.payload.get("content"),
+            "is_error": entry.is_error,
+        }
+    ]
