@@ -27,10 +27,13 @@ def bub_home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def user_factory(db):
+def user_factory(db, settings):
     from django.contrib.auth.models import User
 
     from tapeview.roles import set_role
+
+    # A fast hasher: these passwords protect nothing, and PBKDF2 would slow every test.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
     def make(name: str = "vera", role: str = "viewer") -> User:
         user = User.objects.create_user(name, password="a long test password")
@@ -55,8 +58,3 @@ def served(db, settings, bub_home: Path, bub_samples: Path) -> dict[str, Path]:
     settings.TAPEVIEW_REFRESH_SECONDS = 0
     index.sync()
     return {"home": bub_home, "samples": bub_samples}
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -27,11 +27,6 @@ LEGACY = (
 )
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing() -> None:
-    """The shared conftest's autouse fixture needs Django's `settings`; this reader runs without Django."""
-
-
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The real 0.3.5 data directory; its config names ~/.nanobot/workspace, absent from this home."""
