@@ -112,7 +112,9 @@ else:
             "NAME": HOME / "tapeview.sqlite3",
             # WAL lets pages read while an index run writes; IMMEDIATE avoids lock upgrades.
             "OPTIONS": {
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536;"
+                ),
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
             },

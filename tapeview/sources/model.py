@@ -26,7 +26,9 @@ class TapeFile:
     note: str = ""  # what the user should know about this file (e.g. "no longer loaded")
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass's __init__ costs three times as much, and indexing builds
+# one Entry per line (see bench/). Treat it as immutable all the same.
+@dataclass(slots=True)
 class Entry:
     """One entry of a tape, or one unreadable line, at a known place in the file."""
 
