@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,21 @@ def test_the_console_script_reaches_every_management_command(tmp_path: Path) -> 
     ).stdout
     for command in ("serve", "index", "demo", "createuser", "signinlink", "migrate"):
         assert command in out
+
+
+@pytest.mark.django_db
+def test_serve_indexes_creates_the_first_admin_and_prints_a_sign_in_link(
+    monkeypatch, settings, bub_home
+) -> None:
+    served = {}
+    monkeypatch.setattr("waitress.serve", lambda app, **kw: served.update(kw))
+    monkeypatch.setenv("TAPEVIEW_SOURCES", "")  # serve sets it for its workers; undo that after
+    out = io.StringIO()
+    call_command("serve", f"home=bub:{bub_home}", "--port", "8123", stdout=out)
+    text = out.getvalue()
+    link = re.search(r"http://127\.0\.0\.1:8123/signin/([\w-]+)/", text)
+    assert link and "created the admin 'admin'" in text
+    assert signin.redeem(link.group(1)).get_username() == "admin"
+    assert served == {"host": "127.0.0.1", "port": 8123, "threads": 8, "ident": "tapeview"}
+    assert Tape.objects.get(label="cli:local").entries == 97
+    assert settings.TAPEVIEW_SOURCES == f"home=bub:{bub_home}"

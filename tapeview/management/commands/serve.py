@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 
+import waitress
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.core.wsgi import get_wsgi_application
 
 from tapeview import signin
 
@@ -41,4 +43,5 @@ class Command(BaseCommand):
                 "then set a password. (`tapeview signinlink NAME` prints a new link.)\n"
             )
         self.stdout.write(f"Serving on {base}/ (Ctrl-C to stop)")
-        call_command("runserver", f"{host}:{port}", use_reloader=False, use_threading=True)
+        self.stdout.flush()
+        waitress.serve(get_wsgi_application(), host=host, port=port, threads=8, ident="tapeview")
