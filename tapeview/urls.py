@@ -5,11 +5,15 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import accounts, views
+from . import accounts, users, views
 
 tape_urls = [
     path("", views.tape_list, name="tape_list"),
     path("sources/", views.source_list, name="source_list"),
+    path("users/", users.user_list, name="user_list"),
+    path("users/<int:user_id>/role", users.user_role, name="user_role"),
+    path("users/<int:user_id>/active", users.user_active, name="user_active"),
+    path("users/<int:user_id>/link", users.user_link, name="user_link"),
     path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),
     path("tapes/<str:key>/context", views.tape_context, name="tape_context"),
     path("tapes/<str:key>/entries/<int:pos>/", views.entry_detail, name="entry_detail"),
