@@ -12,6 +12,14 @@ class TapeNotFound(LookupError):
     """The tape file is gone (deleted, reset or never there)."""
 
 
+class TapeBusy(Exception):
+    """The agent is mid-turn or writing: nothing was written. Try again after `retry_after` seconds."""
+
+    def __init__(self, reason: str, retry_after: float = 2.0) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True, slots=True)
 class TapeFile:
     """One file a source holds that reads as a tape (a session log)."""

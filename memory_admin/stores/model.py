@@ -1,0 +1,52 @@
+"""Shapes and errors shared by every memory store (plain Python, no Django)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tapeview.sources.model import TapeBusy
+
+
+class StoreError(ValueError):
+    """An edit that the agent's own rules refuse (empty content, unknown key, ...)."""
+
+
+class StaleEdit(Exception):
+    """The file changed since the editor read it; nothing was written."""
+
+    def __init__(self, current_text: str, current_version: str) -> None:
+        super().__init__("the file changed since you read it")
+        self.current_text = current_text
+        self.current_version = current_version
+
+
+# One "busy, retry" error for tapes and memory files alike.
+StoreBusy = TapeBusy
+
+
+@dataclass(frozen=True)
+class StoreRef:
+    """One memory store found in a source: a file (or a zone) the operator can read and edit."""
+
+    key: str  # stable within the source, e.g. "workspace/memory/MEMORY.md"
+    kind: str  # e.g. "nanobot.memory", "nanobot.history", "yachiyo.memory", "araliya.kv"
+    title: str  # what the user sees, e.g. "MEMORY.md"
+    owner: str  # the workspace, session or tape it belongs to
+    path: Path
+    editable: bool = True
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A store's content as read at one moment: its text for diffs and the version an edit must carry."""
+
+    version: str  # sha256 of the file's bytes (first 16 hex), or "missing"
+    text: str  # a canonical text rendering (for diffs, search and restore)
+    items: list = field(default_factory=list)  # kind-specific parsed items (entries, kv pairs, ...)
+
+
+def version_of(data: bytes | None) -> str:
+    return "missing" if data is None else hashlib.sha256(data).hexdigest()[:16]
