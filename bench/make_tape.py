@@ -12,7 +12,7 @@ from pathlib import Path
 # Run as a plain script from anywhere, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tapeview.demo import bub_line, bub_turns  # noqa: E402
+from tapeview.demodata.bub import bub_line, bub_turns  # noqa: E402
 
 HANDOFFS = 8
 ENTRIES_PER_TURN = 20  # what bub_turns averages, commands included

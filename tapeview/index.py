@@ -45,7 +45,13 @@ def configured_sources() -> list[SourceSpec]:
     """The sources of this deployment; the demo directory when none are configured."""
     if settings.TAPEVIEW_SOURCES.strip():
         return parse_sources(settings.TAPEVIEW_SOURCES)
-    return [SourceSpec("demo", "bub", settings.TAPEVIEW_DEMO_DIR / "bub" / "tapes")]
+    demo = settings.TAPEVIEW_DEMO_DIR
+    return [
+        SourceSpec("demo-bub", "bub", demo / "bub" / "tapes"),
+        SourceSpec("demo-nanobot", "nanobot", demo / "nanobot"),
+        SourceSpec("demo-yachiyo", "yachiyo", demo / "yachiyo"),
+        SourceSpec("demo-araliya", "araliya", demo / "araliya"),
+    ]
 
 
 def tape_key(source: str, rel: str) -> str:

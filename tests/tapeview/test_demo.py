@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tapeview.demo import bub_turns, write_bub_demo
+from tapeview.demodata.bub import bub_turns, write_bub_demo
 
 NOW = datetime(2026, 11, 22, 9, 30, 15, 123456, tzinfo=UTC)
 REPO = Path(__file__).resolve().parents[2]
