@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,51 @@ def test_pages_work_without_javascript(site: str, user_factory) -> None:
         page.get_by_role("link", name="Context preview").click()
         expect(page.locator("#message-count")).to_have_text("2")
         browser.close()
+
+
+@pytest.fixture
+def four_families(live_server, settings, bub_home: Path, tmp_path: Path) -> str:
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    for name in ("nanobot", "yachiyo", "araliya"):
+        shutil.copytree(fixtures / name, tmp_path / name)
+    settings.TAPEVIEW_SOURCES = (
+        f"bub={bub_home},nanobot={tmp_path / 'nanobot' / 'current'},"
+        f"yachiyo={tmp_path / 'yachiyo' / 'data'},araliya={tmp_path / 'araliya'}"
+    )
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
+    index.sync()
+    return live_server.url
+
+
+def test_the_index_shows_all_four_families_and_each_timeline_opens(
+    page: Page, four_families, user_factory
+) -> None:
+    user_factory("vera", "viewer")
+    page.goto(f"{four_families}/login/")
+    page.fill("input[name=username]", "vera")
+    page.fill("input[name=password]", "a long test password")
+    page.get_by_role("button", name="Sign in").click()
+
+    page.get_by_role("link", name="Sources").click()
+    for kind in ("bub", "nanobot", "yachiyo", "araliya"):
+        expect(page.locator("table.sources")).to_contain_text(kind)
+    shot(page, "5-sources")
+
+    page.get_by_role("link", name="Sessions").click()
+    rows = page.locator("table.sessions")
+    labels = {
+        "bub": "cli:local",
+        "nanobot": "telegram:8123456789",
+        "yachiyo": "sess-zh-prefs-0001",
+        "araliya": "01a200e4-e18d-7ffd-b1d0-f7592c930f76 (chat)",
+    }
+    for label in labels.values():
+        expect(rows).to_contain_text(label)
+    shot(page, "6-four-families")
+    for source, label in labels.items():
+        page.goto(f"{four_families}/?source={source}")
+        page.locator("table.sessions").get_by_role("link", name=label, exact=False).first.click()
+        expect(page.locator("h1")).to_contain_text(label)
+        expect(page.locator("#entries article").first).to_be_visible()
+        shot(page, f"7-timeline-{source}")
