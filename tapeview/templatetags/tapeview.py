@@ -68,3 +68,9 @@ def percent(value: float | None) -> str:
 @register.filter
 def get(mapping: Any, key: str) -> Any:
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def words(value: str) -> str:
+    """`channel_delivery` as "channel delivery"."""
+    return str(value).replace("_", " ")

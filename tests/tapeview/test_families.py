@@ -210,3 +210,21 @@ def test_araliya_split_off_heading_is_shown_for_what_it_is(viewer_client, famili
         f.write("\n### user — 2026-11-22T09:00:00Z\n\nRelease notes:\n### Fixed\n- the parser\n")
     page = page_of(viewer_client, "01a200e4-e18d-7ffd-b1d0-f7592c930f76 (chat)", "ar", "?end=1")
     assert "split off by araliya" in page
+
+
+def test_nanobot_flags_reasoning_and_media_are_shown_for_what_they_are(viewer_client, families) -> None:
+    page = page_of(viewer_client, "telegram:8123456789", "nb")
+    assert '<span class="badge flag-command">command</span>' in page
+    assert '<span class="badge flag-channel_delivery">channel delivery</span>' in page
+    assert "<summary>reasoning</summary>" in page
+    assert "AgACAgIAAxkBAAIBQ2c_photo.png" in page
+
+
+def test_yachiyo_streamed_deltas_are_folded_with_the_raw_events_one_click_away(viewer_client, families) -> None:
+    tape = Tape.objects.get(source="ya", label__endswith="sess-low-permission")
+    page = viewer_client.get(f"/tapes/{tape.key}/").content.decode()
+    assert "streamed events folded into this text" in page
+    assert "I could not save that: memory writes are disabled" in page
+    pos = re.search(r'id="e(\d+)">(?:(?!</article>).)*streamed events folded', page, re.S).group(1)
+    detail = viewer_client.get(f"/tapes/{tape.key}/entries/{pos}/").content.decode()
+    assert ".delta" in detail and "event_indices" in detail
