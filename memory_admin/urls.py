@@ -2,10 +2,20 @@
 
 from django.urls import path
 
-from . import views
+from . import actions, views
 
 app_name = "memory_admin"
 
 urlpatterns = [
-    path("tapes/<str:key>/", views.zone_detail, name="zone_detail"),
+    path("", views.store_list, name="store_list"),
+    path("audit/", views.audit_list, name="audit_list"),
+    path("tapes/<str:key>/", views.zone_of_tape, name="zone_detail"),
+    path("<str:key>/", views.store_detail, name="store_detail"),
+    path("<str:key>/edit", views.store_edit, name="store_edit"),
+    path("<str:key>/preview", views.store_preview, name="store_preview"),
+    path("<str:key>/diff", views.store_diff, name="store_diff"),
+    path("<str:key>/restore", views.store_restore, name="store_restore"),
+    path("<str:key>/zone", actions.zone_action, name="zone_action"),
+    path("<str:key>/entries", actions.entry_action, name="entry_action"),
+    path("<str:key>/kv", actions.kv_action, name="kv_action"),
 ]

@@ -1,22 +1,214 @@
-"""Memory pages: the Bub memory zone of a tape (read only for now)."""
+"""Memory pages: every store, its content and versions, edits with conflicts, restore, the audit log."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 
 from tapeview import index
 from tapeview.models import Tape
+from tapeview.roles import role_required
+from tapeview.sources import TapeBusy
 
-from . import zones
+from . import diff, service, zones
+from .forms import AuditFilterForm, DiffForm, RestoreForm, TextEditForm
+from .models import AuditEvent, MemoryStore
+from .stores.model import StaleEdit, StoreError
+from .templatetags.memory import markdown
 
 
-def zone_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """A tape's memory zone: versions, what changed, the current text and daily notes.
+def store_list(request: HttpRequest) -> HttpResponse:
+    """Every memory store of every source. Template `memory_admin/store_list.html`."""
+    index.sync_if_stale()
+    service.sync_stores()
+    stores = MemoryStore.objects.annotate(versions=Count("revisions")).order_by(
+        "source", "kind", "owner", "title"
+    )
+    kind = request.GET.get("kind", "")
+    if kind:
+        stores = stores.filter(kind__startswith=kind)
+    kinds = MemoryStore.objects.values_list("kind", flat=True).distinct().order_by("kind")
+    return render(request, "memory_admin/store_list.html", {"stores": stores, "kinds": kinds, "kind": kind})
 
-    Template `memory_admin/zone_detail.html`.
+
+def _store(key: str) -> MemoryStore:
+    return get_object_or_404(MemoryStore, key=key)
+
+
+def store_detail(request: HttpRequest, key: str) -> HttpResponse:
+    """One store: its content, its versions and the changes made through Tapeview.
+
+    Template `memory_admin/store_detail.html`.
     """
+    store = _store(key)
+    snap = service.snapshot(store)
+    ctx = {
+        "store": store,
+        "snap": snap,
+        "revisions": store.revisions.all()[:100],
+        "audit": store.audit.all()[:50],
+    }
+    if store.kind == "bub.zone":
+        ctx.update(zones.zones_of(store.tape))
+    if store.kind == "nanobot.history":
+        ctx.update(service.history_context(store, request.GET.get("q", "")))
+    if store.kind.startswith("nanobot."):
+        ctx["commits"] = service.commits(store)
+        if store.kind in service.TEXT_KINDS:
+            ctx["rendered"] = snap.text
+    if store.kind == "bub.zone":
+        ctx["cuts_context"] = service.zone_cuts_context(store)
+        ctx["prune_days"] = (
+            int(request.GET.get("days") or 30) if (request.GET.get("days") or "30").isdigit() else 30
+        )
+        ctx["prune_preview"] = (
+            service.prune_preview(store, ctx["prune_days"]) if "days" in request.GET else None
+        )
+    ctx["versions"] = service.versions(store)
+    return render(request, "memory_admin/store_detail.html", ctx)
+
+
+@role_required("operator")
+def store_edit(request: HttpRequest, key: str) -> HttpResponse:
+    """Edit a text store; a stale edit gets a conflict page and nothing is written.
+
+    Templates `memory_admin/store_edit.html` and `memory_admin/conflict.html`.
+    """
+    store = _store(key)
+    if not store.editable or store.kind not in service.TEXT_KINDS:
+        raise Http404("this store is not edited as text")
+    snap = service.snapshot(store)
+    form = TextEditForm(request.POST or None, initial={"text": snap.text, "base_version": snap.version})
+    if request.method == "POST" and form.is_valid() and "preview" not in request.POST:
+        text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]
+        try:
+            service.save_text(store, text, base, service.Actor.of(request.user))
+        except StaleEdit as stale:
+            return conflict_page(request, store, text, base, stale)
+        return redirect("memory_admin:store_detail", key=store.key)
+    preview = form.data.get("text", snap.text) if request.method == "POST" else snap.text
+    return render(request, "memory_admin/store_edit.html", {"store": store, "form": form, "preview": preview})
+
+
+def conflict_page(
+    request: HttpRequest, store: MemoryStore, mine: str, base: str, stale: StaleEdit
+) -> HttpResponse:
+    try:
+        base_text = service.revision_text(store, base)
+    except LookupError:
+        base_text = None
+    ctx = {
+        "store": store,
+        "mine": mine,
+        "theirs": stale.current_text,
+        "base_text": base_text,
+        "theirs_diff": diff.line_diff(base_text, stale.current_text) if base_text is not None else None,
+        "mine_diff": diff.line_diff(stale.current_text, mine),
+        "form": TextEditForm(initial={"text": mine, "base_version": stale.current_version}),
+    }
+    return render(request, "memory_admin/conflict.html", ctx, status=409)
+
+
+@role_required("operator")
+@require_POST
+def store_preview(request: HttpRequest, key: str) -> HttpResponse:
+    """The Markdown of the text being edited, rendered (an htmx fragment)."""
+    _store(key)
+    return HttpResponse(markdown(request.POST.get("text", "")))
+
+
+def store_diff(request: HttpRequest, key: str) -> HttpResponse:
+    """Two versions of a store side by side. Template `memory_admin/store_diff.html`."""
+    store = _store(key)
+    form = DiffForm(request.GET)
+    form.is_valid()
+    snap = service.snapshot(store)
+    to = form.cleaned_data.get("to") or snap.version
+    frm = form.cleaned_data.get("frm")
+    try:
+        new = service.version_text(store, to)
+        if not frm:
+            frm = service.previous_version(store, to)
+        old = service.version_text(store, frm) if frm else ""
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    ctx = {
+        "store": store,
+        "frm": frm,
+        "to": to,
+        "lines": diff.line_diff(old, new),
+        "versions": service.versions(store),
+    }
+    return render(request, "memory_admin/store_diff.html", ctx)
+
+
+@role_required("operator")
+@require_POST
+def store_restore(request: HttpRequest, key: str) -> HttpResponse:
+    """Write an earlier version back, as a new version; stale if the file changed meanwhile."""
+    store = _store(key)
+    form = RestoreForm(request.POST)
+    if not form.is_valid():
+        raise Http404("no such version")
+    text = ""
+    try:
+        text = service.version_text(store, form.cleaned_data["version"])
+        service.restore(
+            store,
+            form.cleaned_data["version"],
+            form.cleaned_data["base_version"],
+            service.Actor.of(request.user),
+        )
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    except StaleEdit as stale:
+        return conflict_page(request, store, text, form.cleaned_data["base_version"], stale)
+    except StoreError as exc:
+        return refused(request, store, exc)
+    except TapeBusy as busy:
+        return busy_page(request, store, busy)
+    return redirect("memory_admin:store_detail", key=store.key)
+
+
+def refused(request: HttpRequest, store: MemoryStore, error: Exception) -> HttpResponse:
+    return render(request, "memory_admin/refused.html", {"store": store, "error": error}, status=400)
+
+
+def busy_page(request: HttpRequest, store: MemoryStore, busy: TapeBusy) -> HttpResponse:
+    """409 with a retry hint: the agent is mid-turn, nothing was written."""
+    ctx = {"store": store, "error": f"{busy} Nothing was written: try again in a few seconds.", "busy": True}
+    response = render(request, "memory_admin/refused.html", ctx, status=409)
+    response["Retry-After"] = str(max(1, round(busy.retry_after)))
+    return response
+
+
+@role_required("admin")
+def audit_list(request: HttpRequest) -> HttpResponse:
+    """Every write made through Tapeview, newest first. Template `memory_admin/audit_list.html`."""
+    form = AuditFilterForm(request.GET)
+    form.is_valid()
+    events = AuditEvent.objects.select_related("store")
+    data = form.cleaned_data
+    if data.get("q"):
+        events = events.filter(Q(target__icontains=data["q"]) | Q(actor__icontains=data["q"]))
+    if data.get("action"):
+        events = events.filter(action=data["action"])
+    if data.get("since"):
+        events = events.filter(at__date__gte=data["since"])
+    actions = AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action")
+    return render(
+        request, "memory_admin/audit_list.html", {"form": form, "events": events[:500], "actions": actions}
+    )
+
+
+def zone_of_tape(request: HttpRequest, key: str) -> HttpResponse:
+    """The memory zone of a tape: the store page of that zone."""
     tape = get_object_or_404(Tape, key=key)
     index.refresh(tape)
-    found = zones.zones_of(tape)
-    return render(request, "memory_admin/zone_detail.html", {"tape": tape, **found})
+    service.sync_stores()
+    store = MemoryStore.objects.filter(kind="bub.zone", tape=tape).first()
+    if store is None:
+        raise Http404("this tape has no memory zone")
+    return redirect("memory_admin:store_detail", key=store.key)

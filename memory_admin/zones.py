@@ -9,13 +9,16 @@ from tapeview.models import Tape
 from tapeview.timeline import read_rows
 
 from .stores import bub_zone
+from .stores.bub_zone_write import zone_text
+from .stores.model import Snapshot
 
 ZONE_ROWS = Q(kind="anchor", name__startswith="memory/") | Q(kind="event", name__startswith="memory.")
 
 
 def zones_of(tape: Tape) -> dict:
     """The zone versions of a tape, or of its memory sidecar when the zone is kept there."""
-    holders = [tape, *tape.attachments.filter(role="sidecar", name__endswith="__sidecar__memory")]
+    # The sidecar wins once it holds a zone: a zone is only ever moved there, never back.
+    holders = [*tape.attachments.filter(role="sidecar", name__endswith="__sidecar__memory"), tape]
     for holder in holders:
         rows = list(Row.objects.filter(ZONE_ROWS, tape=holder).order_by("pos"))
         if rows:
@@ -27,3 +30,10 @@ def zones_of(tape: Tape) -> dict:
                 "changes": list(reversed(bub_zone.changes(zones))),
             }
     return {"holder": None, "zones": [], "current": None, "changes": []}
+
+
+def snapshot(found: dict) -> Snapshot:
+    """The zone the agent reads, as a store snapshot: its version number and canonical text."""
+    zone = found["current"]
+    version = str(zone.version) if zone else "missing"
+    return Snapshot(version, zone_text(zone), found["zones"])

@@ -53,6 +53,8 @@ CSRF_TRUSTED_ORIGINS = env_list("TAPEVIEW_CSRF_TRUSTED_ORIGINS", "")
 # Sources: "[LABEL=]KIND:PATH,...". Empty means the demo directory under HOME.
 TAPEVIEW_SOURCES = os.environ.get("TAPEVIEW_SOURCES", "")
 TAPEVIEW_DEMO_DIR = HOME / "demo"
+# A tape counts as idle (safe to append to) after this many quiet seconds (formats/bub.md §4).
+TAPEVIEW_QUIET_SECONDS = float(os.environ.get("TAPEVIEW_QUIET_SECONDS", "1.5"))
 # A page re-checks the files at most this often (seconds).
 TAPEVIEW_REFRESH_SECONDS = float(os.environ.get("TAPEVIEW_REFRESH_SECONDS", "2"))
 

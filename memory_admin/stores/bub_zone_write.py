@@ -258,3 +258,16 @@ def _moment(now: datetime | None) -> datetime:
     if now is None:
         return datetime.now(UTC)
     return now if now.tzinfo else now.replace(tzinfo=UTC)
+
+
+def copy_zone(
+    zone: Zone,
+    target: Path,
+    expected: int | None,
+    *,
+    now: datetime | None = None,
+    quiet_seconds: float = 1.5,
+    clock: Callable[[], float] = time.time,
+) -> Zone:
+    """A new version in `target` with `zone`'s text and notes: moves a tape's zone to its memory sidecar."""
+    return _mutate(target, expected, lambda *_: (zone.long_term, dict(zone.daily)), now, quiet_seconds, clock)

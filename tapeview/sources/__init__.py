@@ -6,7 +6,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import araliya, bub, nanobot, yachiyo
-from .model import ContextMessage, Entry, TapeFile, TapeNotFound
+from .model import ContextMessage, Entry, TapeBusy, TapeFile, TapeNotFound
 from .spec import SourceSpec, SourceSpecError
 from .spec import parse_sources as _parse_sources
 
@@ -37,6 +37,7 @@ __all__ = [
     "KINDS",
     "SourceSpec",
     "SourceSpecError",
+    "TapeBusy",
     "TapeFile",
     "TapeNotFound",
     "detect",

@@ -74,3 +74,16 @@ def get(mapping: Any, key: str) -> Any:
 def words(value: str) -> str:
     """`channel_delivery` as "channel delivery"."""
     return str(value).replace("_", " ")
+
+
+@register.filter
+def event_body(payload: Any) -> Any:
+    """What an event says: Bub's `data`, the inner payload of a yachiyo event, or the payload itself."""
+    if not isinstance(payload, dict):
+        return payload
+    if isinstance(payload.get("data"), dict):
+        return payload["data"]
+    inner = payload.get("event")
+    if isinstance(inner, dict) and "payload" in inner:
+        return inner["payload"]
+    return payload

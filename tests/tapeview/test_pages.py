@@ -156,12 +156,13 @@ def test_context_preview_after_a_chosen_anchor_by_name_or_position(viewer_client
     assert viewer_client.get(f"/tapes/{k}/context?anchor=nope").status_code == 404
 
 
-def test_memory_zone_is_shown_read_only(viewer_client, served) -> None:
+def test_memory_zone_is_shown_to_a_viewer_without_write_controls(viewer_client, served) -> None:
     k = key("hand_memory_zone")
     assert "Memory zone" in viewer_client.get(f"/tapes/{k}/").content.decode()
-    html = viewer_client.get(f"/memory/tapes/{k}/").content.decode()
-    assert "version 8" in html and "Fresh start: prefers concise answers." in html
+    html = viewer_client.get(f"/memory/tapes/{k}/", follow=True).content.decode()
+    assert '<code id="version">8</code>' in html and "Fresh start: prefers concise answers." in html
     assert "cleared" in html and "daily 2026-10-08 removed" in html
+    assert "Change memory" not in html and "Restore v" not in html
 
 
 def test_huge_entry_has_a_bounded_preview_and_a_show_all(viewer_client, served) -> None:

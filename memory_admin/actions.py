@@ -1,0 +1,111 @@
+"""Writes to structured memory: a Bub zone, yachiyo entries, araliya kv. Each POST, operators only."""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
+
+from tapeview.roles import role_required
+from tapeview.sources import TapeBusy
+
+from . import service
+from .models import MemoryStore
+from .stores.model import StaleEdit, StoreError
+from .views import busy_page, conflict_page, refused
+
+ZONE_ACTIONS = ("long_term", "daily", "prune", "clear", "restore", "move")
+
+
+class ZoneForm(forms.Form):
+    action = forms.ChoiceField(choices=[(a, a) for a in ZONE_ACTIONS])
+    base_version = forms.CharField(max_length=64)
+    text = forms.CharField(required=False, strip=False)
+    days = forms.IntegerField(required=False, min_value=0, max_value=36500)
+    version = forms.IntegerField(required=False, min_value=1)
+
+
+class EntryForm(forms.Form):
+    action = forms.ChoiceField(choices=[("add", "add"), ("edit", "edit"), ("delete", "delete")])
+    base_version = forms.CharField(max_length=64)
+    entry_id = forms.CharField(required=False, max_length=200)
+    content = forms.CharField(required=False)
+    keywords = forms.CharField(required=False, max_length=2000)
+
+
+class KvForm(forms.Form):
+    action = forms.ChoiceField(choices=[("set", "set"), ("delete", "delete")])
+    base_version = forms.CharField(max_length=64)
+    key = forms.CharField(max_length=1000)
+    value = forms.CharField(required=False, strip=False)
+
+
+def _run(request: HttpRequest, store: MemoryStore, write, mine: str = "") -> HttpResponse:
+    """Run one write and answer as the user expects: back to the store, or why nothing was written."""
+    try:
+        write()
+    except StaleEdit as stale:
+        return conflict_page(
+            request, store, mine or stale.current_text, request.POST.get("base_version", ""), stale
+        )
+    except TapeBusy as busy:
+        return busy_page(request, store, busy)
+    except StoreError as exc:
+        return refused(request, store, exc)
+    return redirect("memory_admin:store_detail", key=store.key)
+
+
+@require_POST
+@role_required("operator")
+def zone_action(request: HttpRequest, key: str) -> HttpResponse:
+    store = get_object_or_404(MemoryStore, key=key, kind="bub.zone")
+    form = ZoneForm(request.POST)
+    if not form.is_valid():
+        return refused(request, store, StoreError(form.errors.as_text()))
+    data, actor = form.cleaned_data, service.Actor.of(request.user)
+    action, base = data["action"], data["base_version"]
+    if action == "move":
+        return _run(request, store, lambda: service.zone_move(store, actor, base))
+    params = {"long_term": {"text": data["text"]}, "daily": {"text": data["text"]},
+              "prune": {"days": data["days"] if data["days"] is not None else 30},
+              "restore": {"version": data["version"]}, "clear": {}}[action]  # fmt: skip
+    if action == "restore" and data["version"] is None:
+        return refused(request, store, StoreError("say which version to restore"))
+    return _run(
+        request, store, lambda: service.zone_write(store, actor, action, base, **params), data["text"]
+    )
+
+
+@require_POST
+@role_required("operator")
+def entry_action(request: HttpRequest, key: str) -> HttpResponse:
+    store = get_object_or_404(MemoryStore, key=key, kind="yachiyo.memory")
+    form = EntryForm(request.POST)
+    if not form.is_valid():
+        return refused(request, store, StoreError(form.errors.as_text()))
+    data = form.cleaned_data
+    keywords = [k for k in data["keywords"].replace("，", ",").split(",") if k.strip()]
+    params = {"entry_id": data["entry_id"], "content": data["content"], "keywords": keywords}
+    if data["action"] == "delete":
+        params = {"entry_id": data["entry_id"]}
+    actor = service.Actor.of(request.user)
+    return _run(
+        request,
+        store,
+        lambda: service.entry_write(store, actor, data["action"], data["base_version"], **params),
+    )
+
+
+@require_POST
+@role_required("operator")
+def kv_action(request: HttpRequest, key: str) -> HttpResponse:
+    store = get_object_or_404(MemoryStore, key=key, kind="araliya.kv")
+    form = KvForm(request.POST)
+    if not form.is_valid():
+        return refused(request, store, StoreError(form.errors.as_text()))
+    data, actor = form.cleaned_data, service.Actor.of(request.user)
+    params = {"key": data["key"], "value": data["value"]} if data["action"] == "set" else {"key": data["key"]}
+    return _run(
+        request, store, lambda: service.kv_write(store, actor, data["action"], data["base_version"], **params)
+    )

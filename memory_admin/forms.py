@@ -1,0 +1,28 @@
+"""Forms of the memory pages."""
+
+from __future__ import annotations
+
+from django import forms
+
+
+class TextEditForm(forms.Form):
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false"}), required=False, strip=False
+    )
+    base_version = forms.CharField(widget=forms.HiddenInput, max_length=64)
+
+
+class RestoreForm(forms.Form):
+    version = forms.CharField(max_length=64)
+    base_version = forms.CharField(max_length=64)
+
+
+class DiffForm(forms.Form):
+    frm = forms.CharField(max_length=64, required=False)
+    to = forms.CharField(max_length=64, required=False)
+
+
+class AuditFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Store or person")
+    action = forms.CharField(required=False, max_length=40)
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))

@@ -1,0 +1,64 @@
+"""Memory stores found in the sources, every version of them we have seen, and the audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class MemoryStore(models.Model):
+    """One memory store of a source (derived: rebuilt from the files like the tape index)."""
+
+    key = models.CharField(max_length=32, unique=True)  # opaque, URL-safe id
+    source = models.CharField(max_length=100, db_index=True)
+    kind = models.CharField(max_length=40)  # bub.zone, nanobot.memory, yachiyo.memory, araliya.kv, ...
+    rel = models.CharField(max_length=1000)  # the store's place within the source
+    path = models.CharField(max_length=4096)
+    title = models.CharField(max_length=300)
+    owner = models.CharField(max_length=500)
+    editable = models.BooleanField(default=True)
+    note = models.CharField(max_length=300, blank=True)
+    tape = models.ForeignKey("tapeview.Tape", null=True, blank=True, on_delete=models.CASCADE)
+    size = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(null=True)  # the file's mtime
+    version = models.CharField(max_length=64, blank=True)  # of the content last seen
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "kind", "rel"], name="store_source_kind_rel")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.owner})"
+
+
+class Revision(models.Model):
+    """A version of a store's content that Tapeview has seen or written: history survives rewrites."""
+
+    store = models.ForeignKey(MemoryStore, on_delete=models.CASCADE, related_name="revisions")
+    version = models.CharField(max_length=64)
+    text = models.TextField()
+    seen_at = models.DateTimeField(auto_now_add=True)
+    origin = models.CharField(max_length=20, default="seen")  # seen | written | restored
+
+    class Meta:
+        ordering = ["-seen_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["store", "version"], name="revision_store_version")]
+
+
+class AuditEvent(models.Model):
+    """One write made through Tapeview: who, when, which store, what, before and after."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    actor = models.CharField(max_length=200)  # the user's name, or "token:<name>"
+    store = models.ForeignKey(MemoryStore, null=True, on_delete=models.SET_NULL, related_name="audit")
+    target = models.CharField(max_length=500)  # what was written, kept if the store leaves the index
+    action = models.CharField(max_length=40)
+    before = models.CharField(max_length=64, blank=True)
+    after = models.CharField(max_length=64, blank=True)
+    diff = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
