@@ -105,14 +105,14 @@ def ref_of(store: MemoryStore) -> StoreRef:
     )
 
 
-def snapshot(store: MemoryStore) -> Snapshot:
+def snapshot(store: MemoryStore, origin: str = "seen") -> Snapshot:
     """The store's content now; a version not seen before is kept as a revision."""
     if store.kind == "bub.zone":
         found = zones.zones_of(store.tape)
         snap = zones.snapshot(found)
     else:
         snap = READERS[store.kind].read(ref_of(store))
-    remember(store, snap.version, snap.text, "seen")
+    remember(store, snap.version, snap.text, origin)
     return snap
 
 
@@ -168,8 +168,7 @@ def _written(
     """Run one write, then record what it changed in the revisions and the audit log."""
     before = snapshot(store)
     write()
-    after = snapshot(store)
-    remember(store, after.version, after.text, "written")
+    after = snapshot(store, "written")
     audit(store, actor, action, before, after.text, after.version, **detail)
     return after
 

@@ -96,7 +96,7 @@ def conflict_page(
     request: HttpRequest, store: MemoryStore, mine: str, base: str, stale: StaleEdit
 ) -> HttpResponse:
     try:
-        base_text = service.revision_text(store, base)
+        base_text = service.version_text(store, base)
     except LookupError:
         base_text = None
     ctx = {

@@ -58,3 +58,34 @@ def served(db, settings, bub_home: Path, bub_samples: Path) -> dict[str, Path]:
     settings.TAPEVIEW_REFRESH_SECONDS = 0
     index.sync()
     return {"home": bub_home, "samples": bub_samples}
+
+
+@pytest.fixture
+def operator_client(client, user_factory):
+    client.force_login(user_factory("olga", "operator"))
+    return client
+
+
+@pytest.fixture
+def memory_sources(db, settings, tmp_path: Path) -> dict[str, Path]:
+    """Real memory files of every family (copied), configured as sources and indexed."""
+    from memory_admin import service
+    from tapeview import index
+
+    roots = {
+        "bub": tmp_path / "bub",
+        "nanobot": tmp_path / "nanobot_memory" / "current",
+        "yachiyo": tmp_path / "yachiyo_memory" / "data",
+        "araliya": tmp_path / "araliya_kv",
+    }
+    (tmp_path / "bub").mkdir()
+    for name in ("hand_memory_zone.jsonl", "session_realistic.jsonl"):
+        shutil.copy(FIXTURES / "bub" / name, tmp_path / "bub" / name)
+    for name in ("nanobot_memory", "yachiyo_memory", "araliya_kv"):
+        shutil.copytree(FIXTURES / name, tmp_path / name)
+    settings.TAPEVIEW_SOURCES = ",".join(f"{kind}={kind}:{path}" for kind, path in roots.items())
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    settings.TAPEVIEW_QUIET_SECONDS = 0
+    index.sync()
+    service.sync_stores()
+    return roots

@@ -220,7 +220,9 @@ def test_nanobot_flags_reasoning_and_media_are_shown_for_what_they_are(viewer_cl
     assert "AgACAgIAAxkBAAIBQ2c_photo.png" in page
 
 
-def test_yachiyo_streamed_deltas_are_folded_with_the_raw_events_one_click_away(viewer_client, families) -> None:
+def test_yachiyo_streamed_deltas_are_folded_with_the_raw_events_one_click_away(
+    viewer_client, families
+) -> None:
     tape = Tape.objects.get(source="ya", label__endswith="sess-low-permission")
     page = viewer_client.get(f"/tapes/{tape.key}/").content.decode()
     assert "streamed events folded into this text" in page
