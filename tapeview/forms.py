@@ -74,3 +74,8 @@ class TimelineForm(forms.Form):
             if data.get(key) is not None:
                 return {key: data[key]}
         return {}
+
+
+class HandoffForm(forms.Form):
+    name = forms.CharField(max_length=200, help_text="e.g. phase/review-done")
+    summary = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), max_length=20000)

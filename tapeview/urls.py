@@ -16,6 +16,7 @@ tape_urls = [
     path("users/<int:user_id>/link", users.user_link, name="user_link"),
     path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),
     path("tapes/<str:key>/context", views.tape_context, name="tape_context"),
+    path("tapes/<str:key>/handoff", views.tape_handoff, name="tape_handoff"),
     path("tapes/<str:key>/entries/<int:pos>/", views.entry_detail, name="entry_detail"),
     path("tapes/<str:key>/entries/<int:pos>/raw", views.entry_raw, name="entry_raw"),
 ]

@@ -5,16 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+from django.conf import settings
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
-from . import context, health, index, timeline
-from .forms import TapeListForm, TimelineForm
+from memory_admin.service import Actor
+
+from . import context, handoff, health, index, timeline
+from .forms import HandoffForm, TapeListForm, TimelineForm
 from .models import Entry as Row
 from .models import Tape
-from .sources import TapeNotFound, reader
+from .roles import role_required
+from .sources import TapeBusy, TapeNotFound, bub_append, reader
 
 LIST_PAGE_SIZE = 50
 
@@ -116,3 +122,44 @@ def source_list(request: HttpRequest) -> HttpResponse:
     """Every configured source, its detected kind and health. Template `tapeview/source_list.html`."""
     index.sync_if_stale()
     return render(request, "tapeview/source_list.html", {"sources": health.source_health()})
+
+
+@role_required("operator")
+def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
+    """Write a handoff after showing what the agent's next context would be.
+
+    Template `tapeview/tape_handoff.html`; 409 with Retry-After when the tape is mid-turn.
+    """
+    tape = _tape(key)
+    form = HandoffForm(request.POST or None)
+    refusal = handoff.refusal(tape)
+    ctx = {"tape": tape, "form": form, "refusal": refusal}
+    if not refusal:
+        ctx["now"] = context.preview(tape)
+        ctx["idle"], ctx["idle_reason"] = bub_append.idle_state(
+            Path(tape.path), quiet_seconds=settings.TAPEVIEW_QUIET_SECONDS
+        )
+    if request.method == "POST" and not refusal and form.is_valid():
+        try:
+            written = handoff.write(
+                tape, form.cleaned_data["name"], Actor.of(request.user), summary=form.cleaned_data["summary"]
+            )
+        except TapeBusy as busy:
+            ctx["busy"] = busy
+            response = render(request, "tapeview/tape_handoff.html", ctx, status=409)
+            response["Retry-After"] = str(max(1, round(busy.retry_after)))
+            return response
+        except handoff.HandoffRefused as exc:
+            form.add_error("name", str(exc))
+        else:
+            first, last = written[0], written[-1]
+            messages.info(
+                request, f"Handoff {first['payload']['name']!r} written as ids {first['id']}–{last['id']}."
+            )
+            return redirect(f"{reverse('tapeview:tape_detail', args=[tape.key])}?end=1")
+    return render(
+        request,
+        "tapeview/tape_handoff.html",
+        ctx,
+        status=400 if refusal and request.method == "POST" else 200,
+    )
