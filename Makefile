@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup lint format bench clean
+.PHONY: run test test-sqlite test-postgres setup lint format bench clean
 
 $(BIN)/tapeview: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,10 +20,16 @@ run: setup
 	$(BIN)/tapeview demo
 	$(BIN)/tapeview serve --host $(HOST) --port $(PORT)
 
-## test: set up and run every test (browser tests need Chromium: see .ci/run)
-test: setup
+## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL
+test: test-sqlite test-postgres
+
+test-sqlite: setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (tests/postgres_server.py)
+test-postgres: setup
+	$(BIN)/python tests/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
