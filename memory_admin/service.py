@@ -90,12 +90,16 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
     store = MemoryStore.objects.filter(key=key).first() or MemoryStore(key=key, source=source, kind=ref.kind)
     store.rel, store.path, store.title, store.owner = ref.key, str(ref.path), ref.title, ref.owner
     store.editable, store.note, store.tape = ref.editable, ref.note, tape
+    seen = (store.size, store.changed_at)
     try:
         st = ref.path.stat()
         store.size, store.changed_at = st.st_size, datetime.fromtimestamp(st.st_mtime, UTC)
     except OSError:
         store.size, store.changed_at = 0, None
     store.save()
+    if store.changed_at and (store.size, store.changed_at) != seen:
+        # A new version on disk: keep it now, not only when someone opens the page.
+        snapshot(store)
     return store
 
 

@@ -7,6 +7,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from memory_admin import service
 from tapeview import index
 from tapeview.sources import SourceSpecError, parse_sources
 
@@ -24,6 +25,8 @@ def run_index(specs: list, stdout) -> index.SyncReport:
         total=total, unit="B", unit_scale=True, desc="indexing", disable=not sys.stderr.isatty()
     ) as bar:
         report = index.sync(specs, progress=bar.update)
+    # Memory stores too: a version seen now is kept, so history survives the agent's rewrites.
+    service.sync_stores(specs)
     for problem in report.problems:
         stdout.write(f"problem: {problem}")
     stdout.write(f"{report.tapes} tapes, {report.indexed} indexed, {report.removed} gone")
