@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from .model import ContextMessage, Entry, TapeFile, TapeNotFound
+from .model import ContextMessage, Entry, TapeFile, TapeNotFound, unreadable
 
 KIND = "bub"
 PREVIEW_BYTES = 600
@@ -92,16 +92,8 @@ def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
         return None
     if not rest:
         return None
-    return Entry(
-        pos=pos,
-        offset=offset,
-        length=size - offset,
-        id=None,
-        kind="unreadable",
-        readable=False,
-        problem="unfinished last line (being written, or cut by a crash)",
-        preview=_preview(rest),
-    )
+    problem = "unfinished last line (being written, or cut by a crash)"
+    return unreadable(pos, offset, size - offset, problem, _preview(rest))
 
 
 def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:
@@ -242,16 +234,7 @@ def salvage(raw_preview: str) -> str:
 
 
 def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
-    return Entry(
-        pos=pos,
-        offset=offset,
-        length=len(raw),
-        id=None,
-        kind="unreadable",
-        readable=False,
-        problem=problem,
-        preview=_preview(raw),
-    )
+    return unreadable(pos, offset, len(raw), problem, _preview(raw))
 
 
 def _too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:

@@ -65,6 +65,14 @@ class Entry:
         return self.kind == "anchor" and self.readable
 
 
+def unreadable(pos: int, offset: int, length: int, problem: str, preview: str, **extra: Any) -> Entry:
+    """A line (or document) the agent's own reader would skip, kept so the user sees it."""
+    return Entry(
+        pos=pos, offset=offset, length=length, id=None, kind="unreadable",
+        readable=False, problem=problem, preview=preview, **extra,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class ContextMessage:
     """One chat message as the agent would hand it to the model."""

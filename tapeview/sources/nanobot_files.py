@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .model import Entry, TapeFile
+from .model import Entry, TapeFile, unreadable
 
 WORKSPACE_ID = re.compile(r"^[0-9a-f]{32}$")
 CHECKPOINT_SUFFIX = ".checkpoint.json"
@@ -373,17 +373,7 @@ def _opaque(raw: bytes) -> str:
 
 def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
     preview = _opaque(raw) if _PROVIDER_STATE.match(raw) else _preview(raw)
-    return Entry(
-        pos=pos,
-        offset=offset,
-        length=len(raw),
-        id=None,
-        kind="unreadable",
-        readable=False,
-        problem=problem,
-        preview=preview,
-        context=False,
-    )
+    return unreadable(pos, offset, len(raw), problem, preview, context=False)
 
 
 def _preview(raw: bytes) -> str:
