@@ -30,7 +30,7 @@ def find_anchor(tape: Tape, ref: str | None) -> Anchor | None:
     anchors = Anchor.objects.filter(tape=tape)
     if not ref:
         return anchors.order_by("-pos").first()
-    found = anchors.filter(pos=int(ref)).first() if ref.isdigit() else None
+    found = anchors.filter(pos=int(ref)).first() if ref.isascii() and ref.isdigit() else None
     found = found or anchors.filter(name=ref).order_by("-pos").first()
     if found is None:
         raise AnchorNotFound(f"no anchor {ref!r} on this tape")

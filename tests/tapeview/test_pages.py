@@ -193,3 +193,7 @@ def test_a_tape_deleted_under_us_is_404_not_500(viewer_client, served) -> None:
     k = key("fork_merged")
     (served["samples"] / "fork_merged.jsonl").unlink()
     assert viewer_client.get(f"/tapes/{k}/").status_code == 404
+
+
+def test_a_non_ascii_digit_anchor_is_404_not_500(viewer_client, served) -> None:
+    assert viewer_client.get(f"/tapes/{key('session_realistic')}/context?anchor=²").status_code == 404
