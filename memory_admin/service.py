@@ -17,6 +17,7 @@ from tapeview import index
 from tapeview.index import configured_sources
 from tapeview.models import Entry as Row
 from tapeview.models import Tape
+from tapeview.search import engine as search
 from tapeview.sources import SourceSpec
 
 from . import diff, zones
@@ -116,16 +117,17 @@ def snapshot(store: MemoryStore, origin: str = "seen") -> Snapshot:
         snap = zones.snapshot(found)
     else:
         snap = READERS[store.kind].read(ref_of(store))
-    remember(store, snap.version, snap.text, origin)
+    remember(store, snap.version, snap.text, origin, snap)
     return snap
 
 
-def remember(store: MemoryStore, version: str, text: str, origin: str) -> None:
+def remember(store: MemoryStore, version: str, text: str, origin: str, snap: Snapshot | None = None) -> None:
     if version == "missing":
         return
     if store.version != version:
         store.version = version
         store.save(update_fields=["version"])
+        search.index_store(store, snap or Snapshot(version, text))
     try:
         with transaction.atomic():
             Revision.objects.create(store=store, version=version, text=text, origin=origin)

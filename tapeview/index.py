@@ -17,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .models import Anchor, Entry, Tape
+from .search import engine as search
 from .sources import Entry as FileEntry
 from .sources import SourceSpec, TapeFile, TapeNotFound, parse_sources, reader
 
@@ -225,6 +226,7 @@ def _reset(tape: Tape) -> None:
     fresh = Tape()
     with transaction.atomic():
         Entry.objects.filter(tape=tape).delete()
+        search.forget_tape(tape.pk)
         Anchor.objects.filter(tape=tape).delete()
         for f in Tape._meta.concrete_fields:
             if f.name not in keep:
@@ -236,6 +238,7 @@ def _index_entries(tape: Tape, entries: Iterable[FileEntry], progress: Progress 
     adapt = _sqlite_datetime if connection.vendor == "sqlite" else connection.ops.adapt_datetimefield_value
     tape_id = tape.pk
     rows: list[tuple] = []
+    batch: list[FileEntry] = []
     anchors: list[Anchor] = []
     phase_counts: dict[int, int] = {}
     start = tape.indexed_offset
@@ -255,15 +258,16 @@ def _index_entries(tape: Tape, entries: Iterable[FileEntry], progress: Progress 
                 e.context,
             )
         )
+        batch.append(e)
         _account(tape, e, anchors, phase_counts)
         tape.indexed_offset, tape.next_pos = e.offset + e.length, e.pos + 1
         if len(rows) >= BATCH:
-            _flush(tape, rows, anchors, phase_counts)
+            _flush(tape, rows, batch, anchors, phase_counts)
             if progress:
                 progress(tape.indexed_offset - start)
             start = tape.indexed_offset
-            rows, anchors, phase_counts = [], [], {}
-    _flush(tape, rows, anchors, phase_counts)
+            rows, batch, anchors, phase_counts = [], [], [], {}
+    _flush(tape, rows, batch, anchors, phase_counts)
     if progress and tape.indexed_offset > start:
         progress(tape.indexed_offset - start)
 
@@ -319,10 +323,13 @@ def _insert_sql() -> str:
     )
 
 
-def _flush(tape: Tape, rows: list[tuple], anchors: list[Anchor], phase_counts: dict[int, int]) -> None:
+def _flush(
+    tape: Tape, rows: list[tuple], batch: list[FileEntry], anchors: list[Anchor], phase_counts: dict[int, int]
+) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         # Plain executemany: the ORM's per-row SQL compilation cost 10x the parsing (see bench/).
         cursor.executemany(_insert_sql(), rows)
+        search.index_entries(tape, batch)
         Anchor.objects.bulk_create(anchors)
         for pos, n in phase_counts.items():
             Anchor.objects.filter(tape=tape, pos=pos).update(entries=F("entries") + n)

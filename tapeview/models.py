@@ -109,3 +109,32 @@ class SignInToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True)
+
+
+class ApiToken(models.Model):
+    """A service's key to the API: only the sha256 of the token and its first characters are kept."""
+
+    READ, WRITE = "read", "write"
+    SCOPES = [(READ, "read"), (WRITE, "read and write")]
+
+    name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=5, choices=SCOPES, default=READ)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16)  # shown so an admin can tell tokens apart
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "-created_at"]
+        constraints = [
+            # A name is reused only once its token is revoked (rotation: revoke, then create again).
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(revoked_at__isnull=True), name="apitoken_live_name"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name

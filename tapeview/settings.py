@@ -67,9 +67,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",
+    "ninja",
     "template_partials",
     "tapeview",
     "memory_admin",
+    "tapeview.search",
 ]
 
 MIDDLEWARE = [

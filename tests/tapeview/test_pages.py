@@ -197,3 +197,20 @@ def test_a_tape_deleted_under_us_is_404_not_500(viewer_client, served) -> None:
 
 def test_a_non_ascii_digit_anchor_is_404_not_500(viewer_client, served) -> None:
     assert viewer_client.get(f"/tapes/{key('session_realistic')}/context?anchor=²").status_code == 404
+
+
+def test_the_sort_and_page_links_on_the_page_work(viewer_client, served) -> None:
+    import html as html_lib
+
+    page = viewer_client.get("/?source=home").content.decode()
+    link = html_lib.unescape(re.search(r'<a href="([^"]*sort=-?tokens[^"]*)"', page).group(1))
+    assert link.startswith("?") and not link.startswith("??") and "source=home" in link
+    sorted_page = viewer_client.get("/" + link).content.decode()
+    labels = re.findall(r'<td class="label"><a href="/tapes/\w+/">([^<]+)</a>', sorted_page)
+    assert labels[0] == "9d11f561157e98d3__bf2795869dc767e2"  # fewest tokens first
+    again = html_lib.unescape(re.search(r'<a href="([^"]*sort=-tokens[^"]*)"', sorted_page).group(1))
+    labels = re.findall(
+        r'<td class="label"><a href="/tapes/\w+/">([^<]+)</a>',
+        viewer_client.get("/" + again).content.decode(),
+    )
+    assert labels[0] == "cli:local"  # a second click reverses

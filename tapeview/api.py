@@ -1,0 +1,125 @@
+"""The REST API: one NinjaAPI with the tapes, search and memory routers, and every error mapped once."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.urls import path
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, ValidationError
+from ninja.operation import Operation
+
+from memory_admin.api import router as memory_router
+from memory_admin.stores.model import StoreError
+
+from .api_auth import SessionAuth, TokenAuth, docs_access
+from .api_schemas import busy_detail
+from .api_search import router as search_router
+from .api_tapes import router as tapes_router
+from .api_timeline import router as timeline_router
+from .context import AnchorNotFound
+from .cursor import BadCursor
+from .handoff import HandoffRefused
+from .sources import TapeBusy, TapeNotFound
+
+
+class TapeviewAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        # The function's own name (list_tapes, get_store, ...) is what a generated client calls.
+        return operation.view_func.__name__
+
+
+api = TapeviewAPI(
+    title="Tapeview API",
+    version="1",
+    description=(
+        "Tapes and memory of AI agents. Authenticate with `Authorization: Bearer <token>` "
+        "(`tapeview token create NAME --scope read|write`) or the browser session. Errors are "
+        '`{"detail": ...}`. Lists take `?limit=` (default 50, at most 500) and `?cursor=`, and '
+        'answer `{"items": [...], "next_cursor": ...}`: pass `next_cursor` back for the next page.'
+    ),
+    urls_namespace="api",
+    auth=[TokenAuth(), SessionAuth()],
+    docs_decorator=docs_access,
+)
+api.add_router("", tapes_router)
+api.add_router("", timeline_router)
+api.add_router("", search_router)
+api.add_router("/memory", memory_router)
+
+
+def _error(request: HttpRequest, status: int, detail: object) -> HttpResponse:
+    return api.create_response(request, {"detail": detail}, status=status)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = _error(request, 401, "sign in, or send Authorization: Bearer <token> (a live token)")
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+@api.exception_handler(ValidationError)
+def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    # Only where, what and why: pydantic's `input` and `ctx` may echo large or unserialisable values.
+    errors = [
+        {
+            "loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
+            "msg": str(e.get("msg", "")),
+            "type": str(e.get("type", "")),
+        }
+        for e in exc.errors
+    ]
+    return _error(request, 422, errors)
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return _error(request, 404, str(exc) or "not found")
+
+
+@api.exception_handler(TapeNotFound)
+def tape_gone(request: HttpRequest, exc: TapeNotFound) -> HttpResponse:
+    return _error(request, 404, "this tape's file is gone")
+
+
+@api.exception_handler(AnchorNotFound)
+def anchor_not_found(request: HttpRequest, exc: AnchorNotFound) -> HttpResponse:
+    return _error(request, 404, str(exc))
+
+
+@api.exception_handler(PermissionDenied)
+def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return _error(request, 403, str(exc) or "forbidden")
+
+
+@api.exception_handler(TapeBusy)
+def busy(request: HttpRequest, exc: TapeBusy) -> HttpResponse:
+    """The agent is writing: nothing was written; the client retries after Retry-After seconds."""
+    retry_after = max(1, round(exc.retry_after))
+    body = {"detail": busy_detail(str(exc), retry_after), "retry_after": retry_after}
+    response = api.create_response(request, body, status=409)
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _bad_request(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return _error(request, 400, str(exc))
+
+
+for refused in (StoreError, HandoffRefused, BadCursor):
+    api.add_exception_handler(refused, _bad_request)
+
+
+def unknown_endpoint(request: HttpRequest, path: str) -> HttpResponse:
+    return JsonResponse({"detail": f"no endpoint /api/{path}: see /api/docs"}, status=404)
+
+
+def urls() -> tuple:
+    """The API's URL patterns: the site's login redirect is not for them, ninja's auth answers 401."""
+    patterns, app_name, namespace = api.urls
+    patterns = [*patterns, path("<path:path>", unknown_endpoint)]
+    for pattern in patterns:
+        login_not_required(pattern.callback)
+    return patterns, app_name, namespace

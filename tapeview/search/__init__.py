@@ -1,0 +1,1 @@
+"""Full-text search over every tape entry and memory store, in the index database's own engine."""

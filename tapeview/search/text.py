@@ -1,0 +1,231 @@
+"""The searchable text of entries and memory items, and user queries made safe for FTS5 and tsquery.
+
+Plain Python (no Django). Both engines see the same words: runs of letters and digits, every
+CJK character a word of its own (so one- and two-character Chinese and Japanese words are found),
+and a code identifier such as `context_length_exceeded` split at its underscores and searched as
+the phrase of its parts.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+LIMIT = 16_000  # characters of text indexed per entry (and per memory doc)
+MAX_DEPTH = 24
+MARK = "\x01"  # stored around CJK characters (and, for PostgreSQL, punctuation): a separator to both parsers
+START, STOP = "\x02", "\x03"  # highlight markers, safe to HTML-escape and then turn into <mark>
+# Han, Hiragana, Katakana, Hangul and their neighbours: scripts written without spaces between words.
+CJK = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+)
+_CJK = re.compile(f"([{CJK}])")
+_TOKEN = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
+_TERM = re.compile(r'"([^"]*)"?|(\S+)')
+_PUNCT = re.compile(f"([{CJK}]|[^\\w\\s]|_)")
+_TOUCHING = re.compile(f"{STOP}((?:[^\\w\\s]|_)*){START}")
+_SPACE = re.compile(r"\s")
+_MARKERS = re.compile("[\x01-\x03]")
+# Keys whose values are ids, types or times: noise in a text index.
+SKIP_KEYS = frozenset(
+    {"id", "role", "type", "call_id", "tool_call_id", "run_id", "trace_id", "signature", "date", "timestamp"}
+)
+# Latin letters with diacritics fold to their base letter on PostgreSQL, as FTS5's unicode61 does.
+_FOLD = {
+    c: base
+    for c in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00))
+    if (base := "".join(x for x in unicodedata.normalize("NFKD", chr(c)) if not unicodedata.combining(x)))
+    and base != chr(c)
+    and base.isalnum()
+}
+
+
+@dataclass(frozen=True)
+class Term:
+    """One part of a query every hit must contain: a word, or a phrase of consecutive words."""
+
+    words: tuple[str, ...]
+    prefix: bool = False  # the last word may be the start of a longer word (`pars*`)
+
+
+def spaced_cjk(text: str, sep: str = " ") -> str:
+    """Text with `sep` around every CJK character, so that each is a word to the tokenizer."""
+    return text if text.isascii() else _CJK.sub(f"{sep}\\1{sep}", text)
+
+
+def clean(text: str) -> str:
+    """Text without the control characters that serve as markers here."""
+    # Three substring tests cost far less than a regex pass over every entry's text (see bench/).
+    if MARK in text or START in text or STOP in text:
+        return _MARKERS.sub(" ", text)
+    return text
+
+
+def fts_body(text: str) -> str:
+    """What FTS5 stores: CJK characters set apart by a marker that snippets drop again."""
+    return spaced_cjk(clean(text), MARK)
+
+
+def pg_body(text: str) -> str:
+    """What ts_headline reads: PostgreSQL's parser would read `src/parser.py` or `a@b.c` as one
+    token, so punctuation is set apart too, by the same marker."""
+    return _PUNCT.sub(f"{MARK}\\1{MARK}", clean(text))
+
+
+def pg_words(text: str) -> str:
+    """The words of a text, lowercased and folded, for to_tsvector('simple', ...)."""
+    return " ".join(words(text))
+
+
+def words(text: str) -> list[str]:
+    """The words FTS5's unicode61 tokenizer would find, after spaced_cjk, lowercased."""
+    return _TOKEN.findall(text.lower().translate(_FOLD))
+
+
+def highlight(snippet: str) -> str:
+    """HTML of a marked snippet: the text escaped first, then the markers turned into <mark>.
+
+    Matched words that touch (`中文`, `fs_read`) become one mark, as FTS5 marks a phrase and
+    ts_headline marks its words one by one.
+    """
+    joined = _TOUCHING.sub(r"\1", snippet.replace(MARK, ""))
+    escaped = html.escape(joined)
+    out = escaped.replace(START, "<mark>").replace(STOP, "</mark>")
+    return out + "</mark>" * (out.count("<mark>") - out.count("</mark>"))
+
+
+def terms(q: str) -> list[Term]:
+    """The query's words and "quoted phrases"; syntax characters are separators, never operators."""
+    found = []
+    for m in _TERM.finditer(q[:1000]):
+        phrase, word = m.groups()
+        found_words = tuple(words(phrase if phrase is not None else word))
+        if found_words:
+            found.append(Term(found_words, prefix=phrase is None and word.endswith("*")))
+    return found
+
+
+def fts_query(q: str) -> str:
+    """An FTS5 MATCH expression in which every term must match; "" when the query has no words."""
+    parts = []
+    for term in terms(q):
+        parts.append('"' + " ".join(term.words) + '"' + ("*" if term.prefix else ""))
+    return " AND ".join(parts)
+
+
+def pg_query(q: str) -> str:
+    """A to_tsquery expression in which every term must match; "" when the query has no words."""
+    parts = []
+    for term in terms(q):
+        quoted = [f"'{w}'" for w in term.words]
+        if term.prefix:
+            quoted[-1] += ":*"
+        parts.append(quoted[0] if len(quoted) == 1 else "(" + " <-> ".join(quoted) + ")")
+    return " & ".join(parts)
+
+
+def entry_text(entry: Any) -> str:
+    """The searchable text of a tape entry: its kind and name, then the strings of its payload
+    (message content and parts, tool calls and arguments, results, anchor states, event data,
+    errors), at most LIMIT characters."""
+    head = f"{entry.kind} {entry.name}".strip()
+    if not entry.readable:
+        return f"{head} {entry.problem}\n{entry.preview}"[:LIMIT]
+    out: list[str] = [head]
+    _collect(entry.payload, out, LIMIT - len(head), 0)
+    return "\n".join(out)[:LIMIT]
+
+
+def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
+    """Append the strings in `value` to `out`, depth first; return the budget left."""
+    if isinstance(value, dict):
+        children: Any = (item for key, item in value.items() if key not in SKIP_KEYS)
+    elif isinstance(value, list):
+        children = value
+    else:
+        return _add(value, out, budget) if isinstance(value, str) else budget
+    for child in children:
+        if budget <= 0:
+            break
+        if type(child) is str:
+            budget = _add(child, out, budget)
+        elif depth < MAX_DEPTH and isinstance(child, (dict, list)):
+            budget = _collect(child, out, budget, depth + 1)
+    return budget
+
+
+def _add(text: str, out: list[str], budget: int) -> int:
+    if not text or _is_blob(text):
+        return budget
+    text = text[:budget]
+    out.append(text)
+    return budget - len(text) - 1
+
+
+def _is_blob(value: str) -> bool:
+    """A data: URL or a long run without spaces (base64, a hash): nothing anyone searches for."""
+    if value.startswith("data:"):
+        return True
+    return len(value) > 1000 and _SPACE.search(value, 0, 1000) is None
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One searchable memory item: where it is in its store, its text and its time if it has one."""
+
+    item: str
+    text: str
+    date: datetime | None = None
+
+
+def memory_docs(snapshot: Any) -> list[Doc]:
+    """A doc per item of a store snapshot (zone texts, history entries, yachiyo entries, kv pairs),
+    else docs of its text, each at most LIMIT characters."""
+    docs: list[Doc] = []
+    for item in snapshot.items:
+        if hasattr(item, "long_term") and hasattr(item, "daily"):  # a Bub memory zone: only the current one
+            if str(item.version) == snapshot.version:
+                docs += _chunks("long_term", item.long_term, item.date)
+                docs += [Doc(f"daily {day}", text[:LIMIT], _when(day)) for day, text in item.daily.items()]
+        elif hasattr(item, "keywords") and hasattr(item, "content"):  # a yachiyo entry
+            text = item.content + "\n" + " ".join(item.keywords)
+            docs.append(Doc(str(item.id), text[:LIMIT], _when(item.updated_at)))
+        elif hasattr(item, "line") and hasattr(item, "content"):  # a nanobot history entry
+            docs.append(Doc(f"line {item.line}", item.content[:LIMIT], _when(item.timestamp)))
+        elif hasattr(item, "key") and hasattr(item, "value"):  # an araliya kv pair
+            docs.append(Doc(str(item.key), f"{item.key}: {item.value}"[:LIMIT]))
+    if not snapshot.items:
+        docs = _chunks("", snapshot.text, None)
+    return [doc for doc in docs if doc.text.strip()]
+
+
+def _chunks(item: str, text: str, when: datetime | None) -> list[Doc]:
+    """A long text split at line ends into parts of at most LIMIT characters."""
+    parts, current, size = [], [], 0
+    for line in text.splitlines(keepends=True):
+        if current and size + len(line) > LIMIT:
+            parts.append("".join(current))
+            current, size = [], 0
+        current.append(line[:LIMIT])
+        size += min(len(line), LIMIT)
+    if current:
+        parts.append("".join(current))
+    if len(parts) <= 1:
+        return [Doc(item, part, when) for part in parts]
+    return [Doc(f"{item} part {n}".strip(), part, when) for n, part in enumerate(parts, 1)]
+
+
+def _when(value: object) -> datetime | None:
+    """A time as a store writes it (ISO, with `Z`, or naive local time as nanobot does)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.astimezone()

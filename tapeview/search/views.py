@@ -1,0 +1,70 @@
+"""The search page: tape entries or memory items matching a query, with highlighted snippets."""
+
+from __future__ import annotations
+
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from memory_admin.models import MemoryStore
+from tapeview import index
+from tapeview.models import Anchor, Tape
+
+from . import engine
+from .forms import KINDS, ROLES, SearchForm
+
+PAGE_SIZE = 50
+TAPE_CHOICES = 300  # the most recently active tapes offered in the tape filter
+
+
+def search(request: HttpRequest) -> HttpResponse:
+    """Search every entry of every tape (or every memory store on the memory tab).
+
+    Template `search/search.html`; htmx gets its partial `#results`, or `#search` (the filters
+    with the results) when a change of tab or tape changes the filters themselves.
+    """
+    form = SearchForm(request.GET)
+    hits: list = []
+    if form.is_valid() and form.cleaned_data["q"].strip():
+        window = {"limit": PAGE_SIZE + 1, "offset": form.offset(PAGE_SIZE)}
+        index.sync_if_stale()  # Bub memory zones are found through the tape index too
+        if form.current_tab() == "memory":
+            hits = engine.search_memory(form.cleaned_data["q"], **form.memory_filters(), **window)
+        else:
+            hits = engine.search(form.cleaned_data["q"], **form.tape_filters(), **window)
+    page = (form.cleaned_data.get("page") or 1) if form.is_valid() else 1
+    ctx = {
+        "form": form,
+        "tab": form.current_tab(),
+        "hits": hits[:PAGE_SIZE],
+        "page": page,
+        "has_next": len(hits) > PAGE_SIZE,
+        "kinds": KINDS,
+        "roles": ROLES,
+        "tabs": [("tapes", "Tapes"), ("memory", "Memory")],
+        **(_memory_choices() if form.current_tab() == "memory" else _tape_choices(form)),
+    }
+    template = "search/search.html"
+    if request.htmx:
+        template += "#search" if request.htmx.target == "search" else "#results"
+    return render(request, template, ctx)
+
+
+def _tape_choices(form: SearchForm) -> dict:
+    chosen = Tape.objects.filter(key=form.data.get("tape") or "").first()
+    recent = Tape.objects.filter(role="tape").order_by(F("last_at").desc(nulls_last=True), "label")
+    tapes = list(recent[:TAPE_CHOICES])
+    if chosen is not None and chosen not in tapes:
+        tapes.insert(0, chosen)
+    return {
+        "sources": Tape.objects.values_list("source", flat=True).distinct().order_by("source"),
+        "tapes": tapes,
+        "anchors": Anchor.objects.filter(tape=chosen).order_by("pos") if chosen else [],
+    }
+
+
+def _memory_choices() -> dict:
+    return {
+        "stores": MemoryStore.objects.order_by("source", "kind", "owner", "title"),
+        "store_kinds": MemoryStore.objects.values_list("kind", flat=True).distinct().order_by("kind"),
+    }

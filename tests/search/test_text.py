@@ -1,0 +1,183 @@
+"""The searchable text of entries and memory, and queries made safe for both engines (no database)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_admin.stores.model import Snapshot
+from tapeview.search.text import (
+    LIMIT,
+    MARK,
+    START,
+    STOP,
+    Doc,
+    entry_text,
+    fts_body,
+    fts_query,
+    highlight,
+    memory_docs,
+    pg_body,
+    pg_query,
+    pg_words,
+    spaced_cjk,
+    terms,
+    words,
+)
+from tapeview.sources import bub
+from tapeview.sources.model import Entry
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def sample_entry(pos: int) -> Entry:
+    return next(e for e in bub.scan(FIXTURES / "bub" / "session_realistic.jsonl") if e.pos == pos)
+
+
+def entry(kind: str, payload: object, name: str = "", **extra) -> Entry:
+    return Entry(pos=1, offset=0, length=1, id=1, kind=kind, name=name, payload=payload, **extra)
+
+
+def test_every_cjk_character_is_set_apart():
+    assert spaced_cjk("蓝色abc日本語") == " 蓝  色 abc 日  本  語 "
+    assert spaced_cjk("ユーザー 한국") == " ユ  ー  ザ  ー   한  국 "
+    assert spaced_cjk("plain text_with_parts") == "plain text_with_parts"
+
+
+def test_words_split_identifiers_and_cjk_like_the_tokenizer():
+    assert words("context_length_exceeded fs_read") == ["context", "length", "exceeded", "fs", "read"]
+    assert words("Café src/parser.py 中文abc") == ["cafe", "src", "parser", "py", "中", "文", "abc"]
+
+
+@pytest.mark.parametrize(
+    ("q", "fts", "pg"),
+    [
+        ("蓝色", '"蓝 色"', "('蓝' <-> '色')"),
+        ("图", '"图"', "'图'"),
+        ("日本語", '"日 本 語"', "('日' <-> '本' <-> '語')"),
+        ("context_length_exceeded", '"context length exceeded"', "('context' <-> 'length' <-> 'exceeded')"),
+        ("fs_read README", '"fs read" AND "readme"', "('fs' <-> 'read') & 'readme'"),
+        (
+            '"naive CSV parser" git',
+            '"naive csv parser" AND "git"',
+            "('naive' <-> 'csv' <-> 'parser') & 'git'",
+        ),
+        ("pars*", '"pars"*', "'pars':*"),
+        ("NEAR(a b) OR NOT", '"near a" AND "b" AND "or" AND "not"', "('near' <-> 'a') & 'b' & 'or' & 'not'"),
+    ],
+)
+def test_queries_become_phrases_that_must_all_match(q, fts, pg):
+    assert fts_query(q) == fts
+    assert pg_query(q) == pg
+
+
+@pytest.mark.parametrize("q", ['"', "*", ")", "'", '" * ( ) : ^ - + & | ! < > \\ %', "", "   ", "_"])
+def test_a_query_of_only_syntax_characters_has_no_terms(q):
+    assert terms(q) == []
+    assert fts_query(q) == ""
+    assert pg_query(q) == ""
+
+
+@pytest.mark.parametrize(
+    "q", ["NEAR(", '"unbalanced phrase', "a\"b'c", "col:umn", "x OR", "'; DROP TABLE x; --"]
+)
+def test_syntax_characters_never_reach_the_engines(q):
+    for expression in (fts_query(q), pg_query(q)):
+        inner = expression.replace('" AND "', " ").replace("' & '", " ").replace("' <-> '", " ")
+        assert not set(inner.strip("\"'()*:")) & set("\"'():;-^")
+
+
+def test_bodies_keep_the_text_readable_once_the_marker_is_dropped():
+    text = "颜色是蓝色 in src/parser.py, fs_read"
+    assert fts_body(text).replace(MARK, "") == text
+    assert pg_body(text).replace(MARK, "") == text
+    assert pg_words(text) == "颜 色 是 蓝 色 in src parser py fs read"
+
+
+def test_markers_in_agent_text_are_removed_before_indexing():
+    assert START not in fts_body(f"a{START}b{STOP}c") and STOP not in pg_body(f"a{STOP}b")
+
+
+def test_highlight_escapes_the_text_before_marking_it():
+    html = highlight(f"<script>alert(1)</script> {START}蓝{MARK}色{STOP} & more {START}cut")
+    assert html == "&lt;script&gt;alert(1)&lt;/script&gt; <mark>蓝色</mark> &amp; more <mark>cut</mark>"
+
+
+def test_highlight_joins_matched_words_that_touch():
+    pg_style = f"{START}中{STOP}{MARK}{MARK}{START}文{STOP} {START}fs{STOP}{MARK}_{MARK}{START}read{STOP} {START}a{STOP} {START}b{STOP}"
+    assert highlight(pg_style) == "<mark>中文</mark> <mark>fs_read</mark> <mark>a</mark> <mark>b</mark>"
+
+
+def test_entry_text_of_a_message_with_parts_keeps_the_text_not_the_image():
+    text = entry_text(sample_entry(90))
+    assert text.startswith("message user")
+    assert "中文也可以" in text
+    assert "base64" not in text and "image_url" not in text
+
+
+def test_entry_text_of_a_tool_call_has_names_and_arguments():
+    text = entry_text(sample_entry(20))
+    assert "fs_read" in text and "README.md" in text and "git log --oneline -3" in text
+    assert "call_rd_02" not in text  # ids are noise
+
+
+def test_entry_text_of_results_anchors_events_and_errors():
+    assert "not a git repository" in entry_text(sample_entry(21))
+    anchor = entry_text(sample_entry(70))
+    assert anchor.startswith("anchor auto_handoff/context_overflow") and "context_length_exceeded" in anchor
+    assert "tape.search" in entry_text(sample_entry(94))
+    assert "Anchor 'phase/missing' was not found." in entry_text(sample_entry(96))
+
+
+def test_entry_text_of_an_unreadable_line_is_its_problem_and_preview():
+    bad = Entry(
+        3, 0, 9, None, "unreadable", readable=False, problem="malformed JSON", preview='{"id": 3, "ki'
+    )
+    assert entry_text(bad) == 'unreadable malformed JSON\n{"id": 3, "ki'
+
+
+def test_entry_text_is_bounded_however_big_the_payload():
+    huge = entry("tool_result", {"results": ["word " * 3_000_000, {"deep": ["x " * 100] * 100_000}]})
+    assert len(entry_text(huge)) <= LIMIT
+
+
+def test_entry_text_survives_odd_payloads():
+    assert entry_text(entry("event", None, "ping")) == "event ping"
+    nested: dict = {}
+    node = nested
+    for _ in range(500):
+        node["next"] = {}
+        node = node["next"]
+    assert entry_text(entry("event", nested, "deep")) == "event deep"
+    assert entry_text(entry("event", {"data": {"n": 3, "ok": True, "s": "yes"}}, "x")) == "event x\nyes"
+
+
+def test_memory_text_without_items_is_one_doc():
+    docs = memory_docs(Snapshot("v1", "# Memory\n\n- Has a cat named Pixel\n"))
+    assert docs == [Doc("", "# Memory\n\n- Has a cat named Pixel\n")]
+
+
+def test_a_long_memory_text_is_split_into_parts_at_line_ends():
+    docs = memory_docs(Snapshot("v1", ("a line of memory\n" * 3000)))
+    assert len(docs) > 1 and all(len(d.text) <= LIMIT for d in docs)
+    assert [d.item for d in docs[:2]] == ["part 1", "part 2"]
+
+
+def test_memory_items_each_become_a_doc():
+    from memory_admin.stores.araliya_kv import KvPair
+    from memory_admin.stores.yachiyo_memory import MemoryEntry
+
+    entry_ = MemoryEntry(
+        "m1",
+        "用户最喜欢的颜色是蓝色",
+        ("颜色", "蓝色"),
+        "2026-11-20T10:00:00.000Z",
+        "2026-11-21T10:00:00.000Z",
+        None,
+        None,
+    )
+    docs = memory_docs(Snapshot("v1", "rendered", [entry_, KvPair("fav", "blue")]))
+    assert docs[0] == Doc("m1", "用户最喜欢的颜色是蓝色\n颜色 蓝色", datetime(2026, 11, 21, 10, tzinfo=UTC))
+    assert docs[1] == Doc("fav", "fav: blue")
