@@ -152,3 +152,34 @@ def test_the_index_shows_all_four_families_and_each_timeline_opens(
         expect(page.locator("h1")).to_contain_text(label)
         expect(page.locator("#entries article").first).to_be_visible()
         shot(page, f"7-timeline-{source}")
+
+
+def test_operator_hands_off_a_tape_and_finds_the_handoff_by_search(
+    page: Page, site: str, user_factory, settings
+) -> None:
+    settings.TAPEVIEW_QUIET_SECONDS = 0
+    user_factory("olga", "operator")
+    page.goto(f"{site}/login/")
+    page.fill("input[name=username]", "olga")
+    page.fill("input[name=password]", "a long test password")
+    page.get_by_role("button", name="Sign in").click()
+
+    page.get_by_role("link", name="telegram:-1001234567890").click()
+    page.get_by_role("link", name="Hand off…").click()
+    expect(page.locator("#after")).to_contain_text("0 messages")
+    page.fill("input[name=name]", "phase/出荷-review")
+    page.fill("textarea[name=summary]", "Release checked; waiting for the 部署 window.")
+    shot(page, "11-handoff-form")
+    page.get_by_role("button", name="Write handoff").click()
+    expect(page.locator(".messages")).to_contain_text("Handoff 'phase/出荷-review' written")
+    expect(page.locator("aside.phases")).to_contain_text("phase/出荷-review")
+    expect(page.locator("#entries")).to_contain_text("⚓ phase/出荷-review")
+
+    page.get_by_role("link", name="Search").click()
+    page.get_by_role("searchbox", name="Search").fill("部署")
+    results = page.locator("#results table.results")
+    expect(results).to_contain_text("telegram:-1001234567890")
+    expect(results.locator("mark").first).to_have_text("部署")
+    shot(page, "12-search")
+    results.locator("a.snippet").first.click()
+    expect(page.locator(".entry.target, .anchor.target")).to_be_visible()
