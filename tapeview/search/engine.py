@@ -77,6 +77,22 @@ def _parse_date(text: str) -> datetime | None:
 # Keeping the index in step
 
 
+# Bub writes the whole system prompt again for every LLM call (formats/bub.md §2.1): most of a
+# tape's bytes. A prompt identical to the tape's previous one is indexed once, where it first
+# appears; later copies keep only their kind. Per process, so a restart indexes one copy again.
+_last_system: dict[int, int] = {}
+
+
+def _searchable(tape_id: int, entry) -> str:
+    text = entry_text(entry)
+    if entry.kind == "system":
+        digest = hash(text)
+        if _last_system.get(tape_id) == digest:
+            return entry.kind
+        _last_system[tape_id] = digest
+    return text
+
+
 def index_entries(tape: Tape, entries: Iterable) -> None:
     """Add a batch of a tape's parsed entries (sources.Entry) to the search index."""
     backend = backends.current()
@@ -87,7 +103,7 @@ def index_entries(tape: Tape, entries: Iterable) -> None:
     rows = [
         row(
             tape_id << SHIFT | e.pos,
-            entry_text(e),
+            _searchable(tape_id, e),
             "entry",
             tape_id,
             e.pos,
@@ -105,6 +121,7 @@ def index_entries(tape: Tape, entries: Iterable) -> None:
 
 
 def forget_tape(tape_id: int) -> None:
+    _last_system.pop(tape_id, None)
     backend = backends.current()
     if backend is not None:
         backend.delete(*_tape_span(tape_id))

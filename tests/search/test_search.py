@@ -389,3 +389,15 @@ def test_search_page_requires_login(client, served):
 
 def test_nav_links_to_search(viewer_client, served):
     assert f'href="{reverse("search:search")}"' in viewer_client.get("/").content.decode()
+
+
+def test_a_repeated_system_prompt_is_found_once_where_it_first_appears(tmp_path, settings) -> None:
+    from tapeview import index
+    from tapeview.search import engine
+    from tapeview.sources import parse_sources
+
+    line = '{{"id": {i}, "kind": "system", "payload": {{"content": "You are Bub. Quokka rules apply."}}, "meta": {{}}}}\n'
+    (tmp_path / "a__b.jsonl").write_text("".join(line.format(i=i) for i in range(1, 6)))
+    index.sync(parse_sources([f"t=bub:{tmp_path}"]))
+    hits = engine.search("quokka")
+    assert [h.pos for h in hits] == [1]
