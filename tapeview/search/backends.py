@@ -94,7 +94,23 @@ def _fetch(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
-class SQLite:
+class _Table:
+    """Writing docs is the same on both backends but for the name of the id column."""
+
+    id: str
+    INSERT: str
+
+    def insert(self, rows: list[tuple]) -> None:
+        if rows:
+            with connection.cursor() as cursor:
+                cursor.executemany(self.INSERT, rows)
+
+    def delete(self, first: int, last: int) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM search_doc WHERE {self.id} BETWEEN %s AND %s", [first, last])
+
+
+class SQLite(_Table):
     """An FTS5 table: the text in `body`, the rest UNINDEXED; the rowid is the doc's id."""
 
     id = "rowid"
@@ -107,15 +123,6 @@ class SQLite:
     def row(self, doc_id: int, text: str, *fields: object) -> tuple:
         """The values to insert: `fields` in the order of COLUMNS."""
         return (doc_id, fts_body(text), *fields)
-
-    def insert(self, rows: list[tuple]) -> None:
-        if rows:
-            with connection.cursor() as cursor:
-                cursor.executemany(self.INSERT, rows)
-
-    def delete(self, first: int, last: int) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM search_doc WHERE rowid BETWEEN %s AND %s", [first, last])
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
         match = fts_query(q)
@@ -140,7 +147,7 @@ class SQLite:
         return found
 
 
-class PostgreSQL:
+class PostgreSQL(_Table):
     """A table with a tsvector of the doc's words (GIN-indexed) beside the text that headlines show."""
 
     id = "id"
@@ -154,15 +161,6 @@ class PostgreSQL:
     def row(self, doc_id: int, text: str, *fields: object) -> tuple:
         """The values to insert: `fields` in the order of COLUMNS."""
         return (doc_id, pg_body(text), *fields, pg_words(text))
-
-    def insert(self, rows: list[tuple]) -> None:
-        if rows:
-            with connection.cursor() as cursor:
-                cursor.executemany(self.INSERT, rows)
-
-    def delete(self, first: int, last: int) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM search_doc WHERE id BETWEEN %s AND %s", [first, last])
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
         query = pg_query(q)
