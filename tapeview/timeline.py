@@ -112,14 +112,25 @@ def page(tape: Tape, **where) -> Page:
 
 
 def archive_boundary(tape: Tape) -> int | None:
-    """Where a family that archives old messages (nanobot) draws "consolidated up to here"."""
-    find = getattr(reader(tape.kind), "archive_boundary", None)
-    if find is None:
+    """Where a family that archives old messages (nanobot) draws "consolidated up to here".
+
+    Read through the index: the metadata line's bytes only, and counts of message rows.
+    """
+    pointer = getattr(reader(tape.kind), "pointer", None)
+    rows = Row.objects.filter(tape=tape)
+    meta = rows.filter(kind="metadata", readable=True).order_by("-pos").first() if pointer else None
+    if meta is None:
         return None
     try:
-        return find(reader(tape.kind).scan(Path(tape.path)))
+        metadata = read_rows(tape, [meta])[0].payload
     except TapeNotFound:
         return None
+    messages = rows.filter(entry_id__isnull=False).exclude(kind="metadata")
+    offset = pointer(metadata, messages.count())
+    if offset == 0:
+        return None
+    first = messages.filter(entry_id__gte=offset).order_by("pos").first()
+    return first.pos if first else tape.next_pos
 
 
 def _following_results(tape: Tape, pos: int) -> list[Entry]:

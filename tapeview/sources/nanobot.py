@@ -81,13 +81,19 @@ def session_label(tape_name: str, entry: Entry) -> str | None:
 def archive_offset(entries: Iterable[Entry]) -> int:
     """`last_archived` (else `last_consolidated`) of the last metadata record, reset to 0 when
     it is not an int or lies outside 0…len(messages), as Session.__post_init__ does."""
-    offset, messages = 0, 0
+    metadata, messages = None, 0
     for e in entries:
         if e.kind == "metadata" and e.readable:
-            values = (e.payload.get("last_archived"), e.payload.get("last_consolidated"))
-            offset = next((v for v in values if is_int(v)), 0)
+            metadata = e.payload
         elif e.id is not None:
             messages += 1
+    return pointer(metadata, messages)
+
+
+def pointer(metadata: dict | None, messages: int) -> int:
+    """The archive pointer a metadata record gives a session of `messages` messages."""
+    values = (metadata.get("last_archived"), metadata.get("last_consolidated")) if metadata else ()
+    offset = next((v for v in values if is_int(v)), 0)
     return offset if 0 <= offset <= messages else 0
 
 
