@@ -78,12 +78,16 @@ def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:
     holders = Tape.objects.filter(
         source=source, pk__in=Row.objects.filter(kind="anchor", name="memory/seal").values("tape")
     )
-    refs = []
-    for holder in holders.select_related("owner"):
+    chosen: dict[int, tuple[Tape, Tape]] = {}
+    for holder in holders.select_related("owner").order_by("pk"):
         tape = holder.owner if holder.role == "sidecar" and holder.owner else holder
-        ref = StoreRef(tape.rel, "bub.zone", "memory zone", tape.label, Path(holder.path))
-        refs.append((ref, tape))
-    return refs
+        # As zones.zones_of reads it: once the sidecar holds a zone, the sidecar is where it lives.
+        if tape.pk not in chosen or holder != tape:
+            chosen[tape.pk] = (tape, holder)
+    return [
+        (StoreRef(tape.rel, "bub.zone", "memory zone", tape.label, Path(holder.path)), tape)
+        for tape, holder in chosen.values()
+    ]
 
 
 def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
