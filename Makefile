@@ -27,9 +27,9 @@ test-sqlite: setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (tests/postgres_server.py)
+## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (.ci/postgres_server.py)
 test-postgres: setup
-	$(BIN)/python tests/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
+	$(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -64,15 +64,15 @@ def main() -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from tapeview import index
-    from tapeview.models import Tape
-    from tapeview.roles import set_role
+    from tapeview.accounts.roles import set_role
     from tapeview.sources import bub, parse_sources
+    from tapeview.tapes import discovery, index
+    from tapeview.tapes.models import Tape
 
     call_command("migrate", verbosity=0)
     raw_s, n = timed(lambda: raw_parse(tape))
     scan_s, _ = timed(lambda: sum(1 for _ in bub.scan(tape)))
-    index_s, _ = timed(lambda: index.sync(parse_sources([f"bench=bub:{tapes}"])))
+    index_s, _ = timed(lambda: discovery.sync(parse_sources([f"bench=bub:{tapes}"])))
     t = Tape.objects.get(source="bench")
     with tape.open("ab") as f:
         f.write(tape.read_bytes().splitlines(keepends=True)[-1])

@@ -7,7 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from tapeview.roles import role_required
+from tapeview.accounts.audit import Actor
+from tapeview.accounts.roles import role_required
 from tapeview.sources import TapeBusy
 
 from . import service
@@ -63,7 +64,7 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
     form = ZoneForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
-    data, actor = form.cleaned_data, service.Actor.of(request.user)
+    data, actor = form.cleaned_data, Actor.of(request.user)
     action, base = data["action"], data["base_version"]
     if action == "move":
         return _run(request, store, lambda: service.zone_move(store, actor, base))
@@ -89,7 +90,7 @@ def entry_action(request: HttpRequest, key: str) -> HttpResponse:
     params = {"entry_id": data["entry_id"], "content": data["content"], "keywords": keywords}
     if data["action"] == "delete":
         params = {"entry_id": data["entry_id"]}
-    actor = service.Actor.of(request.user)
+    actor = Actor.of(request.user)
     return _run(
         request,
         store,
@@ -104,7 +105,7 @@ def kv_action(request: HttpRequest, key: str) -> HttpResponse:
     form = KvForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
-    data, actor = form.cleaned_data, service.Actor.of(request.user)
+    data, actor = form.cleaned_data, Actor.of(request.user)
     params = {"key": data["key"], "value": data["value"]} if data["action"] == "set" else {"key": data["key"]}
     return _run(
         request, store, lambda: service.kv_write(store, actor, data["action"], data["base_version"], **params)

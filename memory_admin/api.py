@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 from django.http import Http404, HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from tapeview import index
-from tapeview.api_auth import writer
-from tapeview.api_schemas import TEXT, BusyOut, ConflictOut, PageIn, conflict, responses
-from tapeview.api_search import search_engine
-from tapeview.cursor import decode, encode, offset_page
+from tapeview.accounts.auth import writer
+from tapeview.tapes import discovery
+from tapeview.tapes.api.cursor import offset_page
+from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
 from . import service
 from .diff import unified
@@ -22,6 +20,28 @@ from .stores.model import Snapshot, StaleEdit, StoreError
 
 ZONE = "bub.zone"
 MAX_CONTENT = 2_000_000  # characters of long-term memory: far beyond what an agent keeps
+
+
+class ConflictOut(Schema):
+    """409 stale: the store changed since `base_version`; nothing was written.
+
+    `diff` is a unified diff from the current content to the content sent: what the edit would
+    change if sent again with `base_version` = `current_version`.
+    """
+
+    detail: str
+    current_version: str
+    current_content: str
+    diff: str
+
+
+def conflict(stale: StaleEdit, sent: str) -> ConflictOut:
+    return ConflictOut(
+        detail="the store changed since base_version: nothing was written",
+        current_version=stale.current_version,
+        current_content=stale.current_text,
+        diff=unified(stale.current_text, sent, f"current@{stale.current_version}", "sent"),
+    )
 
 
 class StoreOut(Schema):
@@ -78,14 +98,6 @@ class PruneOut(Schema):
     version: str = Field(description="the zone's version after the prune (now, for a dry run)")
 
 
-class MemoryHitOut(Schema):
-    store_id: str
-    kind: str
-    snippet: str = Field(description="HTML: the matching text escaped, the matches in <mark>")
-    date: datetime | None
-    score: float
-
-
 class StorePageOut(Schema):
     items: list[StoreOut]
     next_cursor: str | None
@@ -96,21 +108,9 @@ class VersionPageOut(Schema):
     next_cursor: str | None
 
 
-class MemoryHitPageOut(Schema):
-    items: list[MemoryHitOut]
-    next_cursor: str | None
-
-
 class StoreFilters(PageIn):
     source: str | None = Field(None, max_length=100, pattern=TEXT)
     kind: str | None = Field(None, max_length=40, pattern=TEXT, description="a kind or its family: nanobot")
-
-
-class MemorySearchFilters(PageIn):
-    q: str = Field(min_length=1, max_length=500, pattern=TEXT)
-    store: str | None = Field(None, max_length=32, pattern=TEXT)
-    kind: str | None = Field(None, max_length=40, pattern=TEXT, description="a kind or its family: nanobot")
-    order: Literal["relevance", "time"] = "relevance"
 
 
 router = Router(tags=["memory"])
@@ -165,7 +165,7 @@ def _conflict(store: MemoryStore, stale: StaleEdit, sent: str) -> ConflictOut:
 @router.get("", response=responses({200: StorePageOut}, 400))
 def list_stores(request: HttpRequest, filters: Query[StoreFilters]) -> dict:
     """Every memory store of every source."""
-    index.sync_if_stale()
+    discovery.sync_if_stale()
     service.sync_stores()
     stores = MemoryStore.objects.select_related("tape").order_by("source", "kind", "owner", "title", "key")
     if filters.source:
@@ -174,27 +174,6 @@ def list_stores(request: HttpRequest, filters: Query[StoreFilters]) -> dict:
         stores = stores.filter(kind__startswith=filters.kind)
     page, next_cursor = offset_page(stores, filters.cursor, filters.limit)
     return {"items": [_store_out(s) for s in page], "next_cursor": next_cursor}
-
-
-@router.get("/search", response=responses({200: MemoryHitPageOut}, 400, 503))
-def search_memory(request: HttpRequest, filters: Query[MemorySearchFilters]) -> dict:
-    """Full-text search over every memory store, best matches first."""
-    engine = search_engine()
-    start = decode(filters.cursor, {"o": int})["o"] if filters.cursor else 0
-    hits = engine.search_memory(
-        filters.q,
-        store_key=filters.store,
-        kind=filters.kind,
-        order=filters.order,
-        limit=filters.limit + 1,
-        offset=start,
-    )
-    items = [
-        {"store_id": h.store_key, "kind": h.kind, "snippet": h.snippet_html, "date": h.date, "score": h.score}
-        for h in hits[: filters.limit]
-    ]
-    more = len(hits) > filters.limit
-    return {"items": items, "next_cursor": encode({"o": start + filters.limit}) if more else None}
 
 
 @router.get("/{store_id}", response=responses({200: StoreDetailOut}, 404))

@@ -20,9 +20,3 @@ class RestoreForm(forms.Form):
 class DiffForm(forms.Form):
     frm = forms.CharField(max_length=64, required=False)
     to = forms.CharField(max_length=64, required=False)
-
-
-class AuditFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, label="Store or person")
-    action = forms.CharField(required=False, max_length=40)
-    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))

@@ -1,8 +1,7 @@
-"""Memory stores found in the sources, every version of them we have seen, and the audit log."""
+"""Memory stores found in the sources, and every version of them we have seen."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
 
@@ -44,21 +43,3 @@ class Revision(models.Model):
     class Meta:
         ordering = ["-seen_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["store", "version"], name="revision_store_version")]
-
-
-class AuditEvent(models.Model):
-    """One write made through Tapeview: who, when, which store, what, before and after."""
-
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
-    actor = models.CharField(max_length=200)  # the user's name, or "token:<name>"
-    store = models.ForeignKey(MemoryStore, null=True, on_delete=models.SET_NULL, related_name="audit")
-    target = models.CharField(max_length=500)  # what was written, kept if the store leaves the index
-    action = models.CharField(max_length=40)
-    before = models.CharField(max_length=64, blank=True)
-    after = models.CharField(max_length=64, blank=True)
-    diff = models.TextField(blank=True)
-    detail = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        ordering = ["-at", "-id"]

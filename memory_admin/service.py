@@ -10,18 +10,17 @@ from pathlib import Path
 from types import ModuleType
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from tapeview import index
-from tapeview.index import configured_sources
-from tapeview.models import Entry as Row
-from tapeview.models import Tape
-from tapeview.search import engine as search
+from tapeview.accounts.audit import Actor, record
 from tapeview.sources import SourceSpec
+from tapeview.tapes import discovery, index
+from tapeview.tapes.discovery import configured_sources
+from tapeview.tapes.models import EntryRow, Tape
 
 from . import diff, zones
-from .models import AuditEvent, MemoryStore, Revision
+from .models import MemoryStore, Revision
+from .signals import store_changed
 from .stores import araliya_kv, bub_zone_write, nanobot_memory, yachiyo_memory
 from .stores.bub_zone_write import zone_text
 from .stores.model import Snapshot, StaleEdit, StoreError, StoreRef
@@ -39,18 +38,6 @@ READERS: dict[str, ModuleType] = {
     "yachiyo.memory": yachiyo_memory,
     "araliya.kv": araliya_kv,
 }
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who writes: a signed-in user, or a service's token."""
-
-    name: str
-    user: AbstractBaseUser | None = None
-
-    @classmethod
-    def of(cls, user: AbstractBaseUser) -> Actor:
-        return cls(user.get_username(), user)
 
 
 def store_key(source: str, kind: str, rel: str) -> str:
@@ -76,7 +63,7 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
 def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:
     """A store per tape whose memory zone is in the tape itself or in its memory sidecar."""
     holders = Tape.objects.filter(
-        source=source, pk__in=Row.objects.filter(kind="anchor", name="memory/seal").values("tape")
+        source=source, pk__in=EntryRow.objects.filter(kind="anchor", name="memory/seal").values("tape")
     )
     chosen: dict[int, tuple[Tape, Tape]] = {}
     for holder in holders.select_related("owner").order_by("pk"):
@@ -131,7 +118,7 @@ def remember(store: MemoryStore, version: str, text: str, origin: str, snap: Sna
     if store.version != version:
         store.version = version
         store.save(update_fields=["version"])
-        search.index_store(store, snap or Snapshot(version, text))
+        store_changed.send(sender=MemoryStore, store=store, snapshot=snap or Snapshot(version, text))
     try:
         with transaction.atomic():
             Revision.objects.create(store=store, version=version, text=text, origin=origin)
@@ -147,13 +134,12 @@ def audit(
     after_text: str,
     after_version: str,
     **detail,
-) -> AuditEvent:
-    return AuditEvent.objects.create(
-        user=actor.user if actor.user and actor.user.pk else None,
-        actor=actor.name,
-        store=store,
+) -> None:
+    record(
+        actor,
+        action,
+        subject=f"store:{store.key}",
         target=f"{store.source}: {store.title} ({store.owner})",
-        action=action,
         before=before.version,
         after=after_version,
         diff=diff.unified(
@@ -297,7 +283,7 @@ def zone_move(store: MemoryStore, actor: Actor, base_version: str) -> Snapshot:
 
     def write() -> None:
         bub_zone_write.copy_zone(current, target, existing.version if existing else None, quiet_seconds=quiet)
-        index.sync()  # the new sidecar joins the index as the tape's attachment
+        discovery.sync()  # the new sidecar joins the index as the tape's attachment
 
     snap = _written(store, actor, "zone.move", write, target=target.name)
     sync_stores()

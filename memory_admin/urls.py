@@ -8,7 +8,6 @@ app_name = "memory_admin"
 
 urlpatterns = [
     path("", views.store_list, name="store_list"),
-    path("audit/", views.audit_list, name="audit_list"),
     path("tapes/<str:key>/", views.zone_of_tape, name="zone_detail"),
     path("<str:key>/", views.store_detail, name="store_detail"),
     path("<str:key>/edit", views.store_edit, name="store_edit"),

@@ -1,27 +1,28 @@
-"""Memory pages: every store, its content and versions, edits with conflicts, restore, the audit log."""
+"""Memory pages: every store, its content and versions, edits with conflicts, restore."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from tapeview import index
-from tapeview.models import Tape
-from tapeview.roles import role_required
+from tapeview.accounts.audit import Actor, events_of
+from tapeview.accounts.roles import role_required
 from tapeview.sources import TapeBusy
+from tapeview.tapes import discovery, index
+from tapeview.tapes.models import Tape
 
 from . import diff, service, zones
-from .forms import AuditFilterForm, DiffForm, RestoreForm, TextEditForm
-from .models import AuditEvent, MemoryStore
+from .forms import DiffForm, RestoreForm, TextEditForm
+from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
 from .templatetags.memory import markdown
 
 
 def store_list(request: HttpRequest) -> HttpResponse:
     """Every memory store of every source. Template `memory_admin/store_list.html`."""
-    index.sync_if_stale()
+    discovery.sync_if_stale()
     service.sync_stores()
     stores = MemoryStore.objects.annotate(versions=Count("revisions")).order_by(
         "source", "kind", "owner", "title"
@@ -48,7 +49,7 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
         "store": store,
         "snap": snap,
         "revisions": store.revisions.all()[:100],
-        "audit": store.audit.all()[:50],
+        "audit": events_of(f"store:{store.key}")[:50],
     }
     if store.kind == "bub.zone":
         ctx.update(zones.zones_of(store.tape))
@@ -84,7 +85,7 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid() and "preview" not in request.POST:
         text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]
         try:
-            service.save_text(store, text, base, service.Actor.of(request.user))
+            service.save_text(store, text, base, Actor.of(request.user))
         except StaleEdit as stale:
             return conflict_page(request, store, text, base, stale)
         return redirect("memory_admin:store_detail", key=store.key)
@@ -159,7 +160,7 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
             store,
             form.cleaned_data["version"],
             form.cleaned_data["base_version"],
-            service.Actor.of(request.user),
+            Actor.of(request.user),
         )
     except LookupError as exc:
         raise Http404(str(exc)) from None
@@ -182,25 +183,6 @@ def busy_page(request: HttpRequest, store: MemoryStore, busy: TapeBusy) -> HttpR
     response = render(request, "memory_admin/refused.html", ctx, status=409)
     response["Retry-After"] = str(max(1, round(busy.retry_after)))
     return response
-
-
-@role_required("admin")
-def audit_list(request: HttpRequest) -> HttpResponse:
-    """Every write made through Tapeview, newest first. Template `memory_admin/audit_list.html`."""
-    form = AuditFilterForm(request.GET)
-    form.is_valid()
-    events = AuditEvent.objects.select_related("store")
-    data = form.cleaned_data
-    if data.get("q"):
-        events = events.filter(Q(target__icontains=data["q"]) | Q(actor__icontains=data["q"]))
-    if data.get("action"):
-        events = events.filter(action=data["action"])
-    if data.get("since"):
-        events = events.filter(at__date__gte=data["since"])
-    actions = AuditEvent.objects.values_list("action", flat=True).distinct().order_by("action")
-    return render(
-        request, "memory_admin/audit_list.html", {"form": form, "events": events[:500], "actions": actions}
-    )
 
 
 def zone_of_tape(request: HttpRequest, key: str) -> HttpResponse:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from tapeview.models import Entry as Row
-from tapeview.models import Tape
-from tapeview.timeline import read_rows
+from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes.timeline import read_rows
 
 from .stores import bub_zone
 from .stores.bub_zone_write import zone_text
@@ -20,7 +19,7 @@ def zones_of(tape: Tape) -> dict:
     # The sidecar wins once it holds a zone: a zone is only ever moved there, never back.
     holders = [*tape.attachments.filter(role="sidecar", name__endswith="__sidecar__memory"), tape]
     for holder in holders:
-        rows = list(Row.objects.filter(ZONE_ROWS, tape=holder).order_by("pos"))
+        rows = list(EntryRow.objects.filter(ZONE_ROWS, tape=holder).order_by("pos"))
         if rows:
             zones = bub_zone.read_zones(read_rows(holder, rows))
             return {

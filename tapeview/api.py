@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -12,16 +13,13 @@ from ninja.operation import Operation
 
 from memory_admin.api import router as memory_router
 from memory_admin.stores.model import StoreError
-
-from .api_auth import SessionAuth, TokenAuth, docs_access
-from .api_schemas import busy_detail
-from .api_search import router as search_router
-from .api_tapes import router as tapes_router
-from .api_timeline import router as timeline_router
-from .context import AnchorNotFound
-from .cursor import BadCursor
-from .handoff import HandoffRefused
-from .sources import TapeBusy, TapeNotFound
+from tapeview.accounts.auth import SessionAuth, TokenAuth, docs_access
+from tapeview.sources import TapeBusy, TapeNotFound
+from tapeview.tapes.api import entries, tapes
+from tapeview.tapes.api.cursor import BadCursor
+from tapeview.tapes.api.schemas import busy_detail
+from tapeview.tapes.context import AnchorNotFound
+from tapeview.tapes.handoff import HandoffRefused
 
 
 class TapeviewAPI(NinjaAPI):
@@ -43,9 +41,13 @@ api = TapeviewAPI(
     auth=[TokenAuth(), SessionAuth()],
     docs_decorator=docs_access,
 )
-api.add_router("", tapes_router)
-api.add_router("", timeline_router)
-api.add_router("", search_router)
+api.add_router("", tapes.router)
+api.add_router("", entries.router)
+if apps.is_installed("tapeview.search"):
+    # Imported only where installed: search is an optional app, and its models exist only then.
+    from tapeview.search.api import router as search_router
+
+    api.add_router("", search_router)
 api.add_router("/memory", memory_router)
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import secrets
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from .home import BASE_DIR, home, read_secret_key
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -26,26 +26,22 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-# Where Tapeview keeps its own files (index database, demo data, secret key).
-HOME = Path(os.environ.get("TAPEVIEW_HOME") or BASE_DIR / "var").expanduser().resolve()
-HOME.mkdir(parents=True, exist_ok=True)
+def env_float(name: str, default: float, low: float = 0.0) -> float:
+    value = os.environ.get(name) or str(default)
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of seconds") from None
+    if not low <= number < float("inf"):
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of at least {low}")
+    return number
 
 
-def _secret_key() -> str:
-    key = os.environ.get("TAPEVIEW_SECRET_KEY")
-    if key:
-        return key
-    # No key given: make one on first start and keep it beside the index, never in the repo.
-    path = HOME / "secret_key"
-    if not path.exists():
-        from django.utils.crypto import get_random_string
-
-        path.write_text(get_random_string(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+# Where Tapeview keeps its own files (index database, demo data, secret key); `tapeview` makes it.
+HOME = home()
+# Made once by the command line (tapeview.home.prepare); a process started otherwise without one
+# (a test run) gets a key of its own that lasts as long as it does.
+SECRET_KEY = os.environ.get("TAPEVIEW_SECRET_KEY") or read_secret_key(HOME) or secrets.token_urlsafe(48)
 DEBUG = env_bool("TAPEVIEW_DEBUG", False)
 ALLOWED_HOSTS = env_list("TAPEVIEW_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("TAPEVIEW_CSRF_TRUSTED_ORIGINS", "")
@@ -54,9 +50,9 @@ CSRF_TRUSTED_ORIGINS = env_list("TAPEVIEW_CSRF_TRUSTED_ORIGINS", "")
 TAPEVIEW_SOURCES = os.environ.get("TAPEVIEW_SOURCES", "")
 TAPEVIEW_DEMO_DIR = HOME / "demo"
 # A tape counts as idle (safe to append to) after this many quiet seconds (formats/bub.md §4).
-TAPEVIEW_QUIET_SECONDS = float(os.environ.get("TAPEVIEW_QUIET_SECONDS", "1.5"))
+TAPEVIEW_QUIET_SECONDS = env_float("TAPEVIEW_QUIET_SECONDS", 1.5)
 # A page re-checks the files at most this often (seconds).
-TAPEVIEW_REFRESH_SECONDS = float(os.environ.get("TAPEVIEW_REFRESH_SECONDS", "2"))
+TAPEVIEW_REFRESH_SECONDS = env_float("TAPEVIEW_REFRESH_SECONDS", 2)
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -69,7 +65,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "ninja",
     "template_partials",
-    "tapeview",
+    "tapeview.accounts",
+    "tapeview.tapes",
     "memory_admin",
     "tapeview.search",
 ]
@@ -100,7 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "tapeview.roles.role_context",
+                "tapeview.accounts.roles.role_context",
             ],
         },
     },
@@ -108,7 +105,10 @@ TEMPLATES = [
 
 _db_url = os.environ.get("TAPEVIEW_DATABASE_URL") or os.environ.get("DATABASE_URL")
 if _db_url:
-    DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60)}
+    try:
+        DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60)}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"TAPEVIEW_DATABASE_URL: {exc}") from None
 else:
     DATABASES = {
         "default": {
@@ -130,9 +130,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "tapeview:tape_list"
-LOGOUT_REDIRECT_URL = "login"
+LOGIN_URL = "accounts:login"
+LOGIN_REDIRECT_URL = "tapes:tape_list"
+LOGOUT_REDIRECT_URL = "accounts:login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -141,8 +141,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = HOME / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 
 SESSION_COOKIE_HTTPONLY = True
@@ -154,5 +152,5 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("TAPEVIEW_LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": os.environ.get("TAPEVIEW_LOG_LEVEL") or "WARNING"},
 }

@@ -1,11 +1,13 @@
-"""Shared fixtures: real sample tapes copied into a temporary directory, signed-in clients."""
+"""Shared fixtures: real sample files copied into a temporary directory, signed-in clients, API clients."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.test import Client
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -30,7 +32,7 @@ def bub_home(tmp_path: Path) -> Path:
 def user_factory(db, settings):
     from django.contrib.auth.models import User
 
-    from tapeview.roles import set_role
+    from tapeview.accounts.roles import set_role
 
     # A fast hasher: these passwords protect nothing, and PBKDF2 would slow every test.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -52,11 +54,11 @@ def viewer_client(client, user_factory):
 @pytest.fixture
 def served(db, settings, bub_home: Path, bub_samples: Path) -> dict[str, Path]:
     """The dashboard configured over both sample folders and indexed, as `tapeview serve` does."""
-    from tapeview import index
+    from tapeview.tapes import discovery
 
     settings.TAPEVIEW_SOURCES = f"home=bub:{bub_home},samples=bub:{bub_samples}"
     settings.TAPEVIEW_REFRESH_SECONDS = 0
-    index.sync()
+    discovery.sync()
     return {"home": bub_home, "samples": bub_samples}
 
 
@@ -70,7 +72,7 @@ def operator_client(client, user_factory):
 def memory_sources(db, settings, tmp_path: Path) -> dict[str, Path]:
     """Real memory files of every family (copied), configured as sources and indexed."""
     from memory_admin import service
-    from tapeview import index
+    from tapeview.tapes import discovery
 
     roots = {
         "bub": tmp_path / "bub",
@@ -86,6 +88,61 @@ def memory_sources(db, settings, tmp_path: Path) -> dict[str, Path]:
     settings.TAPEVIEW_SOURCES = ",".join(f"{kind}={kind}:{path}" for kind, path in roots.items())
     settings.TAPEVIEW_REFRESH_SECONDS = 0
     settings.TAPEVIEW_QUIET_SECONDS = 0
-    index.sync()
+    discovery.sync()
     service.sync_stores()
     return roots
+
+
+# API clients that send a Bearer token, as a service would.
+
+
+class Api:
+    """The Django test client with `Authorization: Bearer <token>` and JSON bodies."""
+
+    def __init__(self, client: Client, token: str | None) -> None:
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def get(self, path: str, **params: Any):
+        return self.client.get(path, params, headers=self.headers)
+
+    def post(self, path: str, body: Any = None, **kwargs: Any):
+        return self.client.post(path, body, content_type="application/json", headers=self.headers, **kwargs)
+
+    def put(self, path: str, body: Any = None):
+        return self.client.put(path, body, content_type="application/json", headers=self.headers)
+
+
+@pytest.fixture
+def read_token(db) -> str:
+    from tapeview.accounts import tokens
+
+    return tokens.create("reader", "read")[1]
+
+
+@pytest.fixture
+def write_token(db) -> str:
+    from tapeview.accounts import tokens
+
+    return tokens.create("writer", "write")[1]
+
+
+@pytest.fixture
+def reader(read_token: str) -> Api:
+    return Api(Client(), read_token)
+
+
+@pytest.fixture
+def writer(write_token: str) -> Api:
+    return Api(Client(), write_token)
+
+
+@pytest.fixture
+def anonymous(db) -> Api:
+    return Api(Client(), None)
+
+
+@pytest.fixture
+def idle(settings) -> None:
+    """Tapes count as idle at once (the agent's quiet period is for live agents)."""
+    settings.TAPEVIEW_QUIET_SECONDS = 0

@@ -1,4 +1,4 @@
-"""The search app: a full-text index beside the tape index, kept in step with it."""
+"""The search app: a full-text index beside the tape and memory indexes, fed by their signals."""
 
 from __future__ import annotations
 
@@ -13,10 +13,16 @@ class SearchConfig(AppConfig):
 
     def ready(self) -> None:
         from memory_admin.models import MemoryStore
-        from tapeview.models import Tape
+        from memory_admin.signals import store_changed
+        from tapeview.tapes.models import Tape
+        from tapeview.tapes.signals import entries_indexed, tape_reset
 
-        from . import engine
+        from . import feed
 
+        # The index and the memory app tell what changed; search keeps its docs in step.
+        entries_indexed.connect(feed.entries_indexed, dispatch_uid="search.entries_indexed")
+        tape_reset.connect(feed.tape_reset, dispatch_uid="search.tape_reset")
+        store_changed.connect(feed.store_changed, dispatch_uid="search.store_changed")
         # A deleted tape or store takes its docs along; the FTS table has no foreign keys.
-        post_delete.connect(engine.tape_deleted, sender=Tape, dispatch_uid="search.tape_deleted")
-        post_delete.connect(engine.store_deleted, sender=MemoryStore, dispatch_uid="search.store_deleted")
+        post_delete.connect(feed.tape_deleted, sender=Tape, dispatch_uid="search.tape_deleted")
+        post_delete.connect(feed.store_deleted, sender=MemoryStore, dispatch_uid="search.store_deleted")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django import forms
 
-from tapeview.models import Anchor, Tape
+from tapeview.tapes.models import Anchor, Tape
 
-from .engine import LAST_POS, ORDERS
+from .engine import ORDERS
+from .feed import LAST_POS
 
 KINDS = [
     ("message", "message"),

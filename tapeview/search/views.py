@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from memory_admin.models import MemoryStore
-from tapeview import index
-from tapeview.models import Anchor, Tape
+from tapeview.tapes import discovery
+from tapeview.tapes.models import Anchor, Tape
 
 from . import engine
 from .forms import KINDS, ROLES, SearchForm
@@ -27,7 +27,7 @@ def search(request: HttpRequest) -> HttpResponse:
     hits: list = []
     if form.is_valid() and form.cleaned_data["q"].strip():
         window = {"limit": PAGE_SIZE + 1, "offset": form.offset(PAGE_SIZE)}
-        index.sync_if_stale()  # Bub memory zones are found through the tape index too
+        discovery.sync_if_stale()  # Bub memory zones are found through the tape index too
         if form.current_tab() == "memory":
             hits = engine.search_memory(form.cleaned_data["q"], **form.memory_filters(), **window)
         else:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.models import AuditEvent, MemoryStore
+from memory_admin.models import MemoryStore
+from tapeview.accounts.models import AuditEvent
 from tapeview.sources import bub
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +51,7 @@ def test_an_edit_is_written_atomically_recorded_and_audited(operator_client, mem
     r = operator_client.post(f"/memory/{memory.key}/edit", {"text": new_text, "base_version": base})
     assert r.status_code == 302
     assert path.read_text() == new_text and path.stat().st_mode == mode
-    event = AuditEvent.objects.get(store=memory)
+    event = AuditEvent.objects.get(subject=f"store:{memory.key}")
     assert (event.actor, event.action, event.before) == ("olga", "edit", base)
     assert "+- Prefers metric units." in event.diff
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
@@ -254,8 +255,8 @@ def test_the_audit_log_is_for_admins_and_filters(
     memory = store("nanobot.file", "USER.md")
     base = zone_version(operator_client, memory.key)
     operator_client.post(f"/memory/{memory.key}/edit", {"text": "audited\n", "base_version": base})
-    assert operator_client.get("/memory/audit/").status_code == 403
+    assert operator_client.get("/audit/").status_code == 403
     client.force_login(user_factory("ada", "admin"))
-    page = client.get("/memory/audit/?q=olga").content.decode()
+    page = client.get("/audit/?q=olga").content.decode()
     assert "USER.md" in page and "+audited" in page
-    assert "No writes yet." in client.get("/memory/audit/?action=kv.set").content.decode()
+    assert "No writes yet." in client.get("/audit/?action=kv.set").content.decode()

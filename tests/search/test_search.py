@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.models import MemoryStore
-from tapeview import index
-from tapeview.models import Tape
-from tapeview.search import engine
+from tapeview.search import engine, feed
+from tapeview.tapes import discovery
+from tapeview.tapes.models import Tape
 
 pytestmark = pytest.mark.django_db
 
@@ -196,11 +196,11 @@ def test_a_reset_tape_is_indexed_again_and_a_gone_tape_leaves_the_index(realisti
     path = served["samples"] / "session_realistic.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:20]))  # shrunk: the indexer resets the tape
-    index.sync()
+    discovery.sync()
     assert positions(engine.search("中文", tape_key=realistic.key), realistic) == []
     assert positions(engine.search("fs_read", tape_key=realistic.key), realistic) == [20]
     path.unlink()
-    index.sync()
+    discovery.sync()
     assert not Tape.objects.filter(pk=realistic.pk).exists()
     assert all(
         h.source != "samples" or "session_realistic" not in h.tape_label for h in engine.search("fs_read")
@@ -215,7 +215,7 @@ def test_appended_entries_are_found(realistic, served):
     line = '{"id": 98, "kind": "message", "payload": {"role": "user", "content": "新しい質問 zanzibar_quux"}, "meta": {}, "date": "2026-11-23T08:00:00+00:00"}\n'
     with path.open("a", encoding="utf-8") as f:
         f.write(line)
-    index.sync()
+    discovery.sync()
     hits = engine.search("質問 zanzibar_quux")
     assert [(h.tape_key, h.pos) for h in hits] == [(realistic.key, 98)]
 
@@ -225,7 +225,9 @@ def test_indexing_entries_again_replaces_their_docs(realistic):
 
     from tapeview.sources import bub
 
-    engine.index_entries(realistic, list(bub.scan(Path(realistic.path))))  # as after a flush of the tables
+    feed.entries_indexed(
+        None, tape=realistic, entries=list(bub.scan(Path(realistic.path)))
+    )  # as after a flush of the tables
     assert positions(engine.search("fs_read", tape_key=realistic.key), realistic) == [20]
 
 
@@ -309,7 +311,7 @@ def test_search_page_escapes_agent_text(viewer_client, served):
     line = '{"id": 98, "kind": "message", "payload": {"role": "user", "content": "<script>alert(1)</script> xyzzy"}, "meta": {}, "date": "2026-11-23T08:00:00+00:00"}\n'
     with path.open("a", encoding="utf-8") as f:
         f.write(line)
-    index.sync()
+    discovery.sync()
     page = viewer_client.get(reverse("search:search"), {"q": "xyzzy"}).content.decode()
     assert "<mark>xyzzy</mark>" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<script>alert(1)" not in page
@@ -392,12 +394,11 @@ def test_nav_links_to_search(viewer_client, served):
 
 
 def test_a_repeated_system_prompt_is_found_once_where_it_first_appears(tmp_path, settings) -> None:
-    from tapeview import index
     from tapeview.search import engine
     from tapeview.sources import parse_sources
 
     line = '{{"id": {i}, "kind": "system", "payload": {{"content": "You are Bub. Quokka rules apply."}}, "meta": {{}}}}\n'
     (tmp_path / "a__b.jsonl").write_text("".join(line.format(i=i) for i in range(1, 6)))
-    index.sync(parse_sources([f"t=bub:{tmp_path}"]))
+    discovery.sync(parse_sources([f"t=bub:{tmp_path}"]))
     hits = engine.search("quokka")
     assert [h.pos for h in hits] == [1]

@@ -1,0 +1,94 @@
+"""Who calls the API: a service with a Bearer token, or a person signed in to the browser session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from ninja.errors import AuthorizationError, HttpError
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from . import tokens
+from .audit import Actor
+from .models import ApiToken
+from .roles import has_role
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What an API call may do, and the name its writes are recorded under."""
+
+    actor: Actor
+    can_write: bool
+    token: ApiToken | None = None
+
+
+class TokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
+        row = tokens.verify(token)
+        if row is None:
+            return None
+        return Caller(Actor(f"token:{row.name}"), row.scope == ApiToken.WRITE, row)
+
+
+class SessionAuth(APIKeyCookie):
+    """The browser session, with Django's CSRF check on unsafe methods (as ninja's SessionAuth).
+
+    Unlike ninja's, the CSRF check runs only for a signed-in session: a call with a wrong token and
+    no session gets 401, not a 403 about CSRF.
+    """
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        if (
+            self.csrf
+            and not getattr(request, "_ninja_csrf_exempt", False)
+            and check_csrf(request) is not None
+        ):
+            raise HttpError(403, "CSRF check failed: send the X-CSRFToken header with the session cookie")
+        return request.COOKIES.get(self.param_name, "")
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Caller | None:
+        user = request.user
+        if key is None or not user.is_authenticated:
+            return None
+        return Caller(Actor.of(user), has_role(user, "operator"))
+
+
+def caller(request: HttpRequest) -> Caller:
+    return request.auth  # type: ignore[attr-defined]
+
+
+def writer(request: HttpRequest) -> Actor:
+    """The actor of a write; 403 for a read token or a viewer."""
+    who = caller(request)
+    if not who.can_write:
+        raise AuthorizationError(
+            message="this needs a token with write scope" if who.token else "this needs the operator role"
+        )
+    return who.actor
+
+
+def docs_access(view: Callable) -> Callable:
+    """The OpenAPI document and the docs page: for signed-in people and token holders only."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.user.is_authenticated or TokenAuth()(request):
+            return view(request, *args, **kwargs)
+        if request.path.endswith(".json"):
+            response = JsonResponse({"detail": "sign in or send Authorization: Bearer <token>"}, status=401)
+            response["WWW-Authenticate"] = "Bearer"
+            return response
+        return redirect_to_login(request.get_full_path())
+
+    return wrapped

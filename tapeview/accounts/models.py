@@ -1,0 +1,65 @@
+"""People's sign-in links, services' API tokens, and the audit log of every write."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class SignInToken(models.Model):
+    """A one-time sign-in link; only the hash of its token is kept."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True)
+
+
+class ApiToken(models.Model):
+    """A service's key to the API: only the sha256 of the token and its first characters are kept."""
+
+    READ, WRITE = "read", "write"
+    SCOPES = [(READ, "read"), (WRITE, "read and write")]
+
+    name = models.CharField(max_length=100)
+    scope = models.CharField(max_length=5, choices=SCOPES, default=READ)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16)  # shown so an admin can tell tokens apart
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "-created_at"]
+        constraints = [
+            # A name is reused only once its token is revoked (rotation: revoke, then create again).
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(revoked_at__isnull=True), name="apitoken_live_name"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AuditEvent(models.Model):
+    """One write made through Tapeview: who, when, what it wrote to, the versions before and after."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    actor = models.CharField(max_length=200)  # the user's name, or "token:<name>"
+    # What was written to, as "<app>:<key>" (store:<store key>, tape:<tape key>): kept whatever the
+    # index forgets, since the index is derived and this log is not.
+    subject = models.CharField(max_length=100, blank=True, db_index=True)
+    target = models.CharField(max_length=500)  # what was written, in words
+    action = models.CharField(max_length=40)
+    before = models.CharField(max_length=64, blank=True)
+    after = models.CharField(max_length=64, blank=True)
+    diff = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]

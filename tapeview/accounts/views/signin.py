@@ -1,0 +1,36 @@
+"""Sign-in by one-time link, for the first admin and for anyone an admin sends one to."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+
+from .. import signin
+
+
+@login_not_required
+def signin_link(request: HttpRequest, token: str) -> HttpResponse:
+    """Sign in with a one-time link. Template `registration/signin_failed.html` when it fails."""
+    user = signin.redeem(token)
+    if user is None:
+        return render(request, "registration/signin_failed.html", status=403)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    if not user.has_usable_password():
+        messages.info(request, "Signed in with a one-time link. Set a password to sign in again later.")
+        return redirect("accounts:password_change")
+    return redirect("tapes:tape_list")
+
+
+class PasswordView(auth_views.PasswordChangeView):
+    """Change a password; a user signed in by link has none yet, so no old one is asked."""
+
+    success_url = reverse_lazy("tapes:tape_list")
+
+    def get_form_class(self):
+        return PasswordChangeForm if self.request.user.has_usable_password() else SetPasswordForm

@@ -1,0 +1,54 @@
+"""Shapes every API router shares: list paging, and errors (always `{"detail": ...}`, each documented)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ninja import Field, Schema
+
+# The widest integer a filter takes: SQLite and PostgreSQL both store 64-bit integers.
+BIG = 2**62
+# No NUL in strings that reach a query: PostgreSQL refuses them.
+TEXT = r"^[^\x00]*$"
+
+
+class PageIn(Schema):
+    """`?limit=` and `?cursor=` of every list; the answer's `next_cursor` fetches the next page."""
+
+    limit: int = Field(50, ge=1, le=500)
+    cursor: str | None = Field(None, max_length=1000, pattern=r"^[A-Za-z0-9_-]*$")
+
+
+class ErrorOut(Schema):
+    detail: str
+
+
+class FieldErrorOut(Schema):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorOut(Schema):
+    """422: the request's parameters or body, each problem with where it is."""
+
+    detail: list[FieldErrorOut]
+
+
+class BusyOut(Schema):
+    """409 busy: the agent is writing; nothing was written. Also sent as the Retry-After header."""
+
+    detail: str
+    retry_after: int
+
+
+SHAPES: dict[int, Any] = {422: ValidationErrorOut, 409: BusyOut}
+
+
+def responses(ok: dict[int, Any], *codes: int) -> dict[int, Any]:
+    """An operation's documented responses: its success, 401 and 422 always, and the errors it may give."""
+    return {**ok, **{code: SHAPES.get(code, ErrorOut) for code in (401, 422, *codes)}}
+
+
+def busy_detail(reason: str, retry_after: int) -> str:
+    return f"busy: {reason}. Nothing was written: retry after {retry_after} s."

@@ -1,0 +1,202 @@
+"""The tapes API: the sources, the list of tapes and one tape's statistics."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from django.db import models
+from django.db.models import F, Q, QuerySet
+from django.http import Http404, HttpRequest
+from ninja import Field, Query, Router, Schema
+
+from .. import discovery, handoff, health, index
+from ..forms import SORTS
+from ..models import Tape
+from .cursor import FOREIGN, BadCursor, decode, encode, offset_page
+from .schemas import BIG, TEXT, PageIn, responses
+
+Sort = Literal[tuple(k for key in SORTS for k in (key, f"-{key}"))]  # type: ignore[misc]
+
+
+class SourceOut(Schema):
+    label: str
+    kind: str
+    found: bool
+    readable: bool
+    ok: bool
+    tapes: int
+    entries: int
+    unreadable: int
+    last_indexed: datetime | None
+    problems: list[str]
+
+
+class TapeOut(Schema):
+    id: str = Field(description="opaque and URL-safe: the {id} of the tape's other endpoints")
+    source: str
+    kind: str
+    role: str
+    label: str
+    entries: int
+    unreadable: int
+    anchors: int
+    last_anchor: str
+    first_at: datetime | None
+    last_at: datetime | None
+    size_bytes: int
+    tokens: int
+    errors: int
+
+
+class AttachmentOut(Schema):
+    id: str
+    role: str
+    label: str
+    note: str
+
+
+class TapeDetailOut(TapeOut):
+    note: str
+    problem: str
+    entries_since_anchor: int
+    handoff: bool = Field(description="whether POST .../handoff can write to this tape")
+    handoff_refusal: str = Field(description="why not, when it cannot")
+    attachments: list[AttachmentOut]
+
+
+class SourcePageOut(Schema):
+    items: list[SourceOut]
+    next_cursor: str | None
+
+
+class TapePageOut(Schema):
+    items: list[TapeOut]
+    next_cursor: str | None
+
+
+class TapeFilters(PageIn):
+    source: str | None = Field(None, max_length=100, pattern=TEXT)
+    q: str | None = Field(None, max_length=200, pattern=TEXT)
+    sort: Sort = "-last"  # type: ignore[valid-type]
+
+
+router = Router(tags=["tapes"])
+
+
+def tape_of(key: str) -> Tape:
+    # Tape ids are short hex: anything else cannot be one, and never reaches the database.
+    tape = (
+        Tape.objects.filter(key=key).first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
+    )
+    if tape is None:
+        raise Http404("no such tape")
+    index.refresh(tape)
+    if tape.problem == "file missing":
+        raise Http404("this tape's file is gone")
+    return tape
+
+
+def _tape_out(tape: Tape) -> dict:
+    fields = ("source", "kind", "role", "label", "entries", "unreadable", "anchors", "last_anchor")
+    more = ("first_at", "last_at", "tokens", "errors")
+    return {"id": tape.key, "size_bytes": tape.size, **{f: getattr(tape, f) for f in (*fields, *more)}}
+
+
+@router.get("/sources", response=responses({200: SourcePageOut}, 400))
+def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
+    """Every configured source, its kind and health (folders are not shown)."""
+    discovery.sync_if_stale()
+    items = [
+        {
+            "label": h.spec.label,
+            "kind": h.spec.kind,
+            "found": h.found,
+            "readable": h.readable,
+            "ok": h.ok,
+            "tapes": h.tapes,
+            "entries": h.entries,
+            "unreadable": h.unreadable,
+            "last_indexed": h.last_indexed,
+            "problems": [p.replace(str(h.spec.path), "the source's folder") for p in h.problems],
+        }
+        for h in health.source_health()
+    ]
+    items, next_cursor = offset_page(items, page.cursor, page.limit)
+    return {"items": items, "next_cursor": next_cursor}
+
+
+@router.get("/tapes", response=responses({200: TapePageOut}, 400))
+def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
+    """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
+    discovery.sync_if_stale()
+    tapes = Tape.objects.filter(owner__isnull=True)
+    if filters.q:
+        q = filters.q
+        tapes = tapes.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
+    if filters.source:
+        tapes = tapes.filter(source=filters.source)
+    rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
+    return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
+
+
+def _keyset(tapes: QuerySet, sort: str, cursor: str | None, limit: int) -> tuple[list[Tape], str | None]:
+    """A page of tapes after the cursor's (sort value, id), nulls last either way."""
+    field, desc = SORTS[sort.lstrip("-")], sort.startswith("-")
+    if cursor:
+        key = decode(cursor, {"s": str, "id": int})
+        if key["s"] != sort:
+            raise BadCursor("this cursor belongs to another sort")
+        value = _sort_value(field, key.get("v"))
+        if value is None:
+            tapes = tapes.filter(**{f"{field}__isnull": True, "id__gt": key["id"]})
+        else:
+            beyond = {f"{field}__{'lt' if desc else 'gt'}": value}
+            tapes = tapes.filter(
+                Q(**beyond) | Q(**{field: value, "id__gt": key["id"]}) | Q(**{f"{field}__isnull": True})
+            )
+    order = F(field).desc(nulls_last=True) if desc else F(field).asc(nulls_last=True)
+    rows = list(tapes.order_by(order, "id")[: limit + 1])
+    if len(rows) <= limit:
+        return rows, None
+    last = rows[limit - 1]
+    value = getattr(last, field)
+    value = value.isoformat() if isinstance(value, datetime) else value
+    return rows[:limit], encode({"s": sort, "v": value, "id": last.pk})
+
+
+def _sort_value(field: str, value: object) -> object:
+    """The sort value inside a cursor, checked against the column's type before it reaches a query."""
+    column = Tape._meta.get_field(field)
+    if value is None:
+        return None
+    if isinstance(column, models.DateTimeField) and isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise BadCursor(FOREIGN) from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if isinstance(column, models.CharField) and isinstance(value, str):
+        return value
+    if isinstance(column, models.IntegerField) and type(value) is int and abs(value) < BIG:
+        return value
+    raise BadCursor(FOREIGN)
+
+
+@router.get("/tapes/{tape_id}", response=responses({200: TapeDetailOut}, 404))
+def get_tape(request: HttpRequest, tape_id: str) -> dict:
+    tape = tape_of(tape_id)
+    refusal = handoff.refusal(tape)
+    attachments = [
+        {"id": a.key, "role": a.role, "label": a.label, "note": a.note}
+        for a in tape.attachments.order_by("role", "name")
+    ]
+    return {
+        **_tape_out(tape),
+        "note": tape.note,
+        "problem": tape.problem,
+        "entries_since_anchor": tape.entries_since_anchor,
+        "handoff": not refusal,
+        "handoff_refusal": refusal,
+        "attachments": attachments,
+    }

@@ -1,0 +1,46 @@
+"""`tapeview serve [--host H] [--port P] [SOURCE ...]`: migrate, index, and serve the dashboard."""
+
+from __future__ import annotations
+
+import os
+
+import waitress
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from django.core.wsgi import get_wsgi_application
+
+from tapeview.accounts import signin
+from tapeview.tapes.management.commands.index import run_index, sources_from
+
+
+class Command(BaseCommand):
+    help = "Serve the dashboard over the given sources (default: TAPEVIEW_SOURCES, else the demo data)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("sources", nargs="*", help="[LABEL=]KIND:PATH, e.g. bub:~/.bub/tapes")
+        parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-index", action="store_true", help="serve without indexing first")
+
+    def handle(self, *args, sources: list[str], host: str, port: int, no_index: bool, **options) -> None:
+        specs = sources_from(sources)
+        if sources:
+            # Pages read the sources from settings; the same value reaches every worker thread.
+            settings.TAPEVIEW_SOURCES = os.environ["TAPEVIEW_SOURCES"] = ",".join(map(str, specs))
+        call_command("migrate", interactive=False, verbosity=0)
+        for spec in specs:
+            self.stdout.write(f"source {spec.label}: {spec.kind} at {spec.path}")
+        if not no_index:
+            run_index(specs, self.stdout)
+        base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+        admin = signin.ensure_first_admin()
+        if admin is not None:
+            self.stdout.write(
+                f"\nNo users yet: created the admin {admin.get_username()!r}. Sign in once with\n\n"
+                f"    {base}/signin/{signin.issue(admin)}/\n\n"
+                "then set a password. (`tapeview signinlink NAME` prints a new link.)\n"
+            )
+        self.stdout.write(f"Serving on {base}/ (Ctrl-C to stop)")
+        self.stdout.flush()
+        waitress.serve(get_wsgi_application(), host=host, port=port, threads=8, ident="tapeview")

@@ -1,0 +1,101 @@
+"""The derived index of tapes: rebuildable from the files at any time."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Tape(models.Model):
+    """One file of a source that reads as a tape, with its statistics and how far it is indexed."""
+
+    key = models.CharField(max_length=32, unique=True)  # opaque, URL-safe id
+    source = models.CharField(max_length=100, db_index=True)
+    kind = models.CharField(max_length=20)
+    rel = models.CharField(max_length=1000)  # the file's place within the source
+    path = models.CharField(max_length=4096)
+    name = models.CharField(max_length=500)
+    label = models.CharField(max_length=500)
+    role = models.CharField(max_length=10, default="tape")  # tape | sidecar | archive | fork
+    owner = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="attachments"
+    )
+    note = models.CharField(max_length=300, blank=True)
+    append_only = models.BooleanField(default=True)  # False: the agent rewrites the file wholesale
+    problem = models.CharField(max_length=300, blank=True)
+
+    device = models.BigIntegerField(null=True)
+    inode = models.BigIntegerField(null=True)
+    size = models.BigIntegerField(default=0)
+    mtime_ns = models.BigIntegerField(default=0)
+    indexed_offset = models.BigIntegerField(default=0)
+    next_pos = models.IntegerField(default=1)
+    indexed_at = models.DateTimeField(null=True)
+
+    entries = models.IntegerField(default=0)  # what the agent's own reader sees
+    unreadable = models.IntegerField(default=0)
+    anchors = models.IntegerField(default=0)
+    last_anchor = models.CharField(max_length=300, blank=True)
+    last_anchor_pos = models.IntegerField(null=True)
+    entries_since_anchor = models.IntegerField(default=0)
+    phase_anchor_pos = models.IntegerField(null=True)
+    first_at = models.DateTimeField(null=True)
+    last_at = models.DateTimeField(null=True)
+    tokens = models.BigIntegerField(default=0)
+    errors = models.IntegerField(default=0)
+    last_prompt_tokens = models.IntegerField(null=True)
+    last_cached_tokens = models.IntegerField(null=True)
+    last_id = models.BigIntegerField(null=True)
+    label_tries = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "rel"], name="tape_source_rel")]
+        indexes = [models.Index(fields=["role", "last_at"])]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        if not self.last_prompt_tokens or self.last_cached_tokens is None:
+            return None
+        return self.last_cached_tokens / self.last_prompt_tokens
+
+    @property
+    def pending_bytes(self) -> int:
+        return max(0, self.size - self.indexed_offset)
+
+
+class EntryRow(models.Model):
+    """Where one entry (or unreadable line) sits in its tape's file, and what it is."""
+
+    tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="entry_rows")
+    pos = models.IntegerField()
+    offset = models.BigIntegerField()
+    length = models.IntegerField()
+    entry_id = models.BigIntegerField(null=True)
+    kind = models.CharField(max_length=40)
+    name = models.CharField(max_length=200, blank=True)
+    date = models.DateTimeField(null=True)
+    readable = models.BooleanField(default=True)
+    is_error = models.BooleanField(default=False)
+    context = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tape", "pos"], name="entry_tape_pos")]
+        indexes = [models.Index(fields=["tape", "kind", "pos"], name="tapeview_en_tape_id_5615a7_idx")]
+
+
+class Anchor(models.Model):
+    """An anchor of a tape; a phase anchor also counts the entries of its phase."""
+
+    tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="anchor_rows")
+    pos = models.IntegerField()
+    name = models.CharField(max_length=300)
+    date = models.DateTimeField(null=True)
+    phase = models.BooleanField(default=True)
+    state = models.TextField(blank=True)  # a bounded preview of the anchor's state
+    entries = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["pos"]
+        constraints = [models.UniqueConstraint(fields=["tape", "pos"], name="anchor_tape_pos")]

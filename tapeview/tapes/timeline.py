@@ -1,0 +1,202 @@
+"""The timeline of one tape: a page of entries read by byte offset, tools paired, phases counted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tapeview.sources import Entry, TapeNotFound, reader
+
+from .models import Anchor, EntryRow, Tape
+
+PAGE_SIZE = 50
+TURN_KINDS = ("message", "tool_call", "tool_result")
+MAX_RESULTS = 64
+LEAD = 5  # entries shown before a jumped-to position, for context
+
+
+@dataclass
+class Item:
+    """One entry as the timeline shows it."""
+
+    entry: Entry
+    calls: list[dict] = field(default_factory=list)  # for tool_call: each call with its result
+    results: list[dict] = field(default_factory=list)  # for tool_result: each result with its call
+    call_pos: int | None = None  # for tool_result: where its call is
+    result_pos: int | None = None  # for tool_call: where its results are
+    folded: bool = False  # a tool_result already shown with its call on this page
+    boundary: str = ""  # a family boundary drawn before this entry
+
+
+@dataclass
+class Page:
+    items: list[Item]
+    first_pos: int | None
+    last_pos: int | None
+    has_older: bool
+    has_newer: bool
+    tail: Entry | None  # an unfinished last line, shown at the end
+    boundary_after: int | None = None  # everything on the page is archived: draw the boundary last
+
+
+def rows_for(
+    tape: Tape,
+    *,
+    after: int | None = None,
+    before: int | None = None,
+    at: int | None = None,
+    end: bool = False,
+    size: int = PAGE_SIZE,
+) -> list[EntryRow]:
+    rows = EntryRow.objects.filter(tape=tape)
+    if end:
+        return list(reversed(rows.order_by("-pos")[:size]))
+    if before is not None:
+        return list(reversed(rows.filter(pos__lt=before).order_by("-pos")[:size]))
+    if at is not None:
+        lead = list(rows.filter(pos__lt=at).order_by("-pos").values_list("pos", flat=True)[:LEAD])
+        after = (lead[-1] - 1) if lead else at - 1
+    return list(rows.filter(pos__gt=after or 0).order_by("pos")[:size])
+
+
+def read_rows(tape: Tape, rows: list[EntryRow]) -> list[Entry]:
+    """Read exactly the bytes of these entries; a too-big entry keeps the index's kind and name."""
+    entries = reader(tape.kind).read_entries(Path(tape.path), [(r.pos, r.offset, r.length) for r in rows])
+    by_pos = {r.pos: r for r in rows}
+    out = []
+    for e in entries:
+        if e.truncated:
+            r = by_pos[e.pos]
+            e = Entry(
+                pos=e.pos,
+                offset=e.offset,
+                length=e.length,
+                id=r.entry_id,
+                kind=r.kind,
+                name=r.name,
+                date=r.date,
+                readable=r.readable,
+                preview=e.preview,
+                truncated=True,
+                is_error=r.is_error,
+                context=r.context,
+            )
+        out.append(e)
+    return out
+
+
+def page(tape: Tape, **where) -> Page:
+    rows = rows_for(tape, **where)
+    entries = read_rows(tape, rows)
+    items = _pair(tape, [Item(e) for e in entries])
+    first = rows[0].pos if rows else None
+    last = rows[-1].pos if rows else None
+    newer = bool(rows) and EntryRow.objects.filter(tape=tape, pos__gt=last).exists()
+    older = bool(rows) and EntryRow.objects.filter(tape=tape, pos__lt=first).exists()
+    tail = None
+    if not newer and tape.pending_bytes:
+        tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
+    boundary = archive_boundary(tape)
+    for item in items:
+        if item.entry.pos == boundary:
+            item.boundary = "consolidated into memory up to here"
+    return Page(
+        items,
+        first,
+        last,
+        older,
+        newer,
+        tail,
+        boundary if boundary and not newer and boundary > (last or 0) else None,
+    )
+
+
+def archive_boundary(tape: Tape) -> int | None:
+    """Where a family that archives old messages (nanobot) draws "consolidated up to here".
+
+    Read through the index: the metadata line's bytes only, and counts of message rows.
+    """
+    pointer = getattr(reader(tape.kind), "pointer", None)
+    rows = EntryRow.objects.filter(tape=tape)
+    meta = rows.filter(kind="metadata", readable=True).order_by("-pos").first() if pointer else None
+    if meta is None:
+        return None
+    try:
+        metadata = read_rows(tape, [meta])[0].payload
+    except TapeNotFound:
+        return None
+    messages = rows.filter(entry_id__isnull=False).exclude(kind="metadata")
+    offset = pointer(metadata, messages.count())
+    if offset == 0:
+        return None
+    first = messages.filter(entry_id__gte=offset).order_by("pos").first()
+    return first.pos if first else tape.next_pos
+
+
+def _following_results(tape: Tape, pos: int) -> list[Entry]:
+    """The tool_result entries that answer the tool_call at `pos`, read through the index."""
+    rows = EntryRow.objects.filter(tape=tape, pos__gt=pos, kind__in=TURN_KINDS).order_by("pos")[:MAX_RESULTS]
+    found = []
+    for row in rows:
+        if row.kind != "tool_result":
+            break
+        found.append(row)
+    return read_rows(tape, found)
+
+
+def _preceding_call(tape: Tape, pos: int) -> Entry | None:
+    rows = EntryRow.objects.filter(tape=tape, pos__lt=pos, kind__in=TURN_KINDS).exclude(kind="tool_result")
+    row = rows.order_by("-pos").first()
+    return read_rows(tape, [row])[0] if row is not None and row.kind == "tool_call" else None
+
+
+def _pair(tape: Tape, items: list[Item]) -> list[Item]:
+    """Pair every tool_call with the tool_result entries that follow it, on this page or beyond.
+
+    Bub writes one tool_result per call batch; nanobot one per call; both end at the next
+    message or tool_call.
+    """
+    source = reader(tape.kind)
+    call: Item | None = None
+    answered: list[Item] = []
+    for item in [*items, None]:
+        e = item.entry if item else None
+        if e is not None and (not e.readable or e.truncated or e.kind not in TURN_KINDS):
+            continue
+        if e is not None and e.kind == "tool_result":
+            if call is None:
+                preceding = _preceding_call(tape, e.pos)
+                item.call_pos = preceding.pos if preceding else None
+                item.results = _match(source, preceding, [e])
+            else:
+                item.call_pos, item.folded = call.entry.pos, True
+                answered.append(item)
+            continue
+        if call is not None:
+            results = [a.entry for a in answered] if answered else _following_results(tape, call.entry.pos)
+            call.result_pos = results[0].pos if results else None
+            call.calls = _match(source, call.entry, results)
+        call = item if e is not None and e.kind == "tool_call" else None
+        answered = []
+    return items
+
+
+def _match(source, call: Entry | None, answers: list[Entry]) -> list[dict]:
+    """Calls and results side by side: by call id where the agent keeps one, else by position."""
+    calls = source.tool_calls(call) if call and not call.truncated else []
+    results = [r for a in answers if not a.truncated for r in source.tool_results(a)]
+    by_id = {r["call_id"]: r for r in results if r.get("call_id")}
+    pairs = []
+    for i, c in enumerate(calls):
+        r = by_id.get(c.get("id")) if by_id else (results[i] if i < len(results) else None)
+        pairs.append({"call": c, "result": r})
+    paired = {id(p["result"]) for p in pairs if p["result"] is not None}
+    pairs += [{"call": None, "result": r} for r in results if id(r) not in paired]
+    return pairs
+
+
+def phases(tape: Tape) -> tuple[int, list[Anchor]]:
+    """Entries before the first phase anchor, and every phase anchor with its entry count."""
+    anchors = list(Anchor.objects.filter(tape=tape, phase=True))
+    counted = sum(a.entries for a in anchors) + len(anchors)
+    return max(0, tape.entries - counted), anchors

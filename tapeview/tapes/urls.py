@@ -1,0 +1,17 @@
+"""URLs of the tapes app: the session index, sources, and each tape's pages."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "tapes"
+
+urlpatterns = [
+    path("", views.tape_list, name="tape_list"),
+    path("sources/", views.source_list, name="source_list"),
+    path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),
+    path("tapes/<str:key>/context", views.tape_context, name="tape_context"),
+    path("tapes/<str:key>/handoff", views.tape_handoff, name="tape_handoff"),
+    path("tapes/<str:key>/entries/<int:pos>/", views.entry_detail, name="entry_detail"),
+    path("tapes/<str:key>/entries/<int:pos>/raw", views.entry_raw, name="entry_raw"),
+]

@@ -1,0 +1,121 @@
+"""The `tapeview` command line: sources, users, sign-in links, indexing."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from tapeview.accounts import signin
+from tapeview.accounts.roles import has_role, role_of
+from tapeview.sources import SourceSpecError, parse_sources
+from tapeview.tapes.models import Tape
+
+
+def test_source_specs_take_a_label_a_kind_and_a_path(tmp_path: Path) -> None:
+    a, b, c = parse_sources([f"work=bub:{tmp_path}", f"bub:{tmp_path}/tapes", f"bub:{tmp_path}"])
+    assert (a.label, a.kind, a.path) == ("work", "bub", tmp_path)
+    assert b.label == tmp_path.name  # "tapes" says nothing: the folder above names it
+    assert c.label == f"{tmp_path.name}-2"
+
+
+def test_sources_come_comma_separated_from_the_environment(tmp_path: Path) -> None:
+    specs = parse_sources(f"a=bub:{tmp_path}/x, b=bub:{tmp_path}/y")
+    assert [s.label for s in specs] == ["a", "b"]
+
+
+@pytest.mark.parametrize("spec", ["", "a=", "nokind", "zork:/tmp"])
+def test_bad_source_specs_get_a_clear_error(spec: str) -> None:
+    with pytest.raises(SourceSpecError):
+        parse_sources([spec])
+
+
+@pytest.mark.django_db
+def test_index_command_indexes_the_given_sources(bub_home: Path) -> None:
+    out = io.StringIO()
+    call_command("index", f"home=bub:{bub_home}", stdout=out)
+    assert "6 tapes, 6 indexed" in out.getvalue()
+    assert Tape.objects.get(label="cli:local").entries == 97
+
+
+@pytest.mark.django_db
+def test_index_command_rejects_an_unknown_kind() -> None:
+    with pytest.raises(CommandError, match="unknown source kind"):
+        call_command("index", "zork:/tmp")
+
+
+@pytest.mark.django_db
+def test_createuser_reads_the_password_from_stdin(monkeypatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a long test password\n"))
+    call_command("createuser", "olga", "--role", "operator", "--password-stdin", stdout=io.StringIO())
+    user = User.objects.get(username="olga")
+    assert user.check_password("a long test password")
+    assert role_of(user) == "operator" and has_role(user, "viewer") and not has_role(user, "admin")
+
+
+@pytest.mark.django_db
+def test_createuser_refuses_a_weak_password(monkeypatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("password\n"))
+    with pytest.raises(CommandError):
+        call_command("createuser", "olga", "--password-stdin")
+    assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_first_start_creates_an_admin_without_a_password() -> None:
+    admin = signin.ensure_first_admin()
+    assert admin is not None and not admin.has_usable_password() and role_of(admin) == "admin"
+    assert signin.ensure_first_admin() is None  # only when there are no users at all
+
+
+@pytest.mark.django_db
+def test_a_sign_in_link_works_once(client) -> None:
+    admin = signin.ensure_first_admin()
+    token = signin.issue(admin)
+    first = client.get(f"/signin/{token}/")
+    assert first.status_code == 302 and first["Location"] == "/password/"
+    client.logout()
+    assert client.get(f"/signin/{token}/").status_code == 403
+    assert client.get("/signin/not-a-token/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_signinlink_prints_a_link_for_a_user(user_factory) -> None:
+    user_factory("vera")
+    out = io.StringIO()
+    call_command("signinlink", "vera", stdout=out)
+    assert out.getvalue().startswith("http://127.0.0.1:8000/signin/")
+
+
+def test_the_console_script_reaches_every_management_command(tmp_path: Path) -> None:
+    env = {"TAPEVIEW_HOME": str(tmp_path), "PATH": str(Path(sys.executable).parent)}
+    out = subprocess.run(
+        [sys.executable, "-m", "tapeview", "help"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    for command in ("serve", "index", "demo", "createuser", "signinlink", "migrate"):
+        assert command in out
+
+
+@pytest.mark.django_db
+def test_serve_indexes_creates_the_first_admin_and_prints_a_sign_in_link(
+    monkeypatch, settings, bub_home
+) -> None:
+    served = {}
+    monkeypatch.setattr("waitress.serve", lambda app, **kw: served.update(kw))
+    monkeypatch.setenv("TAPEVIEW_SOURCES", "")  # serve sets it for its workers; undo that after
+    out = io.StringIO()
+    call_command("serve", f"home=bub:{bub_home}", "--port", "8123", stdout=out)
+    text = out.getvalue()
+    link = re.search(r"http://127\.0\.0\.1:8123/signin/([\w-]+)/", text)
+    assert link and "created the admin 'admin'" in text
+    assert signin.redeem(link.group(1)).get_username() == "admin"
+    assert served == {"host": "127.0.0.1", "port": 8123, "threads": 8, "ident": "tapeview"}
+    assert Tape.objects.get(label="cli:local").entries == 97
+    assert f"home=bub:{bub_home}" in settings.TAPEVIEW_SOURCES

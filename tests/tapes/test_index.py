@@ -1,0 +1,157 @@
+"""The derived index: incremental by byte offset, reset-aware, rebuildable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tapeview.sources import parse_sources
+from tapeview.tapes import discovery, index
+from tapeview.tapes.models import Anchor, EntryRow, Tape
+
+pytestmark = pytest.mark.django_db
+
+LINE = '{{"id": {id}, "kind": "message", "payload": {{"role": "user", "content": "m{id}"}}, "meta": {{}}, "date": "2026-11-22T01:00:0{s}+00:00"}}\n'
+ANCHOR = '{{"id": {id}, "kind": "anchor", "payload": {{"name": "{name}", "state": {{}}}}, "meta": {{}}, "date": "2026-11-22T01:00:00+00:00"}}\n'
+
+
+def sync(root: Path, label: str = "t") -> None:
+    discovery.sync(parse_sources([f"{label}=bub:{root}"]))
+
+
+def tape(name: str) -> Tape:
+    return Tape.objects.get(name=name)
+
+
+def test_real_tapes_are_indexed_with_their_statistics(bub_home: Path) -> None:
+    sync(bub_home)
+    t = tape("9d11f561157e98d3__0b871d5e50e7c192")
+    assert (t.label, t.entries, t.anchors, t.last_anchor) == (
+        "cli:local",
+        97,
+        4,
+        "auto_handoff/context_overflow",
+    )
+    assert (t.entries_since_anchor, t.tokens, t.errors, t.unreadable) == (27, 38856, 3, 0)
+    assert t.indexed_offset == t.size == os.path.getsize(t.path)
+    assert list(Anchor.objects.filter(tape=t, phase=True).values_list("name", "entries")) == [
+        ("session/start", 30),
+        ("phase/explore-done", 12),
+        ("phase/implement", 24),
+        ("auto_handoff/context_overflow", 27),
+    ]
+    assert Tape.objects.filter(owner=t).get().role == "sidecar"
+
+
+def test_appends_are_indexed_incrementally(tmp_path: Path) -> None:
+    path = tmp_path / "a__b.jsonl"
+    path.write_text(ANCHOR.format(id=1, name="session/start") + LINE.format(id=2, s=1))
+    sync(tmp_path)
+    t = tape("a__b")
+    first_rows = list(EntryRow.objects.filter(tape=t).values_list("pk", flat=True))
+    with path.open("a") as f:
+        f.write(LINE.format(id=3, s=2))
+    index.refresh(t)
+    t.refresh_from_db()
+    assert (t.entries, t.entries_since_anchor, t.next_pos) == (3, 2, 4)
+    # Only the new line was read: the old rows are the same rows.
+    assert list(EntryRow.objects.filter(tape=t, pos__lt=3).values_list("pk", flat=True)) == first_rows
+
+
+def test_unfinished_line_is_consumed_only_when_its_newline_arrives(tmp_path: Path) -> None:
+    path = tmp_path / "a__b.jsonl"
+    whole = LINE.format(id=2, s=1)
+    path.write_text(LINE.format(id=1, s=0) + whole[:20])
+    sync(tmp_path)
+    t = tape("a__b")
+    assert (t.entries, t.unreadable, t.pending_bytes) == (1, 0, 20)
+    with path.open("a") as f:
+        f.write(whole[20:])
+    index.refresh(t)
+    t.refresh_from_db()
+    assert (t.entries, t.unreadable, t.pending_bytes) == (2, 0, 0)
+
+
+def test_a_reset_tape_is_indexed_again_from_zero(tmp_path: Path) -> None:
+    path = tmp_path / "a__b.jsonl"
+    path.write_text("".join(LINE.format(id=i, s=i) for i in range(1, 6)))
+    sync(tmp_path)
+    # Reset as Bub does it: unlink, then a new file starting at id 1 (a new inode, smaller).
+    path.unlink()
+    path.write_text(ANCHOR.format(id=1, name="session/start"))
+    t = tape("a__b")
+    index.refresh(t)
+    t.refresh_from_db()
+    assert (t.entries, t.anchors) == (1, 1)
+    assert list(EntryRow.objects.filter(tape=t).values_list("kind", flat=True)) == ["anchor"]
+
+
+def test_a_file_replaced_by_a_bigger_one_is_noticed_by_its_inode(tmp_path: Path) -> None:
+    path = tmp_path / "a__b.jsonl"
+    path.write_text(LINE.format(id=1, s=1))
+    sync(tmp_path)
+    replacement = tmp_path / "new"
+    replacement.write_text(ANCHOR.format(id=1, name="x") + LINE.format(id=2, s=2) + LINE.format(id=3, s=3))
+    os.replace(replacement, path)
+    t = tape("a__b")
+    index.refresh(t)
+    t.refresh_from_db()
+    assert (t.entries, t.anchors, t.last_anchor) == (3, 1, "x")
+
+
+def test_unreadable_lines_are_counted_apart(bub_samples: Path) -> None:
+    path = bub_samples / "session_realistic.jsonl"
+    with path.open("a") as f:
+        f.write("{broken\n")
+    sync(bub_samples)
+    t = tape("session_realistic")
+    assert (t.entries, t.unreadable) == (97, 1)
+
+
+def test_deleting_the_index_and_indexing_again_gives_the_same_index(bub_home: Path) -> None:
+    sync(bub_home)
+    before = list(
+        Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors")
+    )
+    entries_before = list(
+        EntryRow.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind")
+    )
+    Tape.objects.all().delete()
+    sync(bub_home)
+    assert (
+        list(Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors"))
+        == before
+    )
+    assert (
+        list(EntryRow.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind"))
+        == entries_before
+    )
+
+
+def test_tapes_whose_files_are_gone_leave_the_index(bub_home: Path, tmp_path: Path) -> None:
+    sync(bub_home)
+    (bub_home / "9d11f561157e98d3__bf2795869dc767e2.jsonl").unlink()
+    sync(bub_home)
+    assert not Tape.objects.filter(name="9d11f561157e98d3__bf2795869dc767e2").exists()
+
+
+def test_an_unchanged_tape_is_not_read_again(bub_home: Path) -> None:
+    sync(bub_home)
+    t = tape("9d11f561157e98d3__0b871d5e50e7c192")
+    assert index.refresh(t) is False
+
+
+def test_a_missing_source_directory_is_a_reported_problem(tmp_path: Path) -> None:
+    report = discovery.sync(parse_sources([f"x=bub:{tmp_path / 'nowhere'}"]))
+    assert report.tapes == 0 and "does not exist" in report.problems[0]
+
+
+def test_sources_dropped_from_the_configuration_leave_the_index(bub_home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(bub_home, other)
+    discovery.sync(parse_sources([f"a=bub:{bub_home}", f"b=bub:{other}"]))
+    discovery.sync(parse_sources([f"a=bub:{bub_home}"]))
+    assert set(Tape.objects.values_list("source", flat=True)) == {"a"}
