@@ -34,6 +34,11 @@ def refusal(tape: Tape) -> str:
     return ""
 
 
+def idle_state(tape: Tape) -> tuple[bool, str]:
+    """Whether the agent is between turns (a handoff may be written now), and why not."""
+    return bub_append.idle_state(Path(tape.path), quiet_seconds=settings.TAPEVIEW_QUIET_SECONDS)
+
+
 def write(tape: Tape, name: str, actor: Actor, *, summary: str = "", state: dict | None = None) -> list[dict]:
     """Append the anchor + handoff event in one write while the tape is idle (TapeBusy otherwise)."""
     why = refusal(tape)

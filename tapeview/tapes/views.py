@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -15,7 +14,7 @@ from django.urls import reverse
 
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.roles import role_required
-from tapeview.sources import TapeBusy, TapeNotFound, bub_append, reader
+from tapeview.sources import TapeBusy, TapeNotFound, reader
 
 from . import context, discovery, handoff, health, index, timeline
 from .forms import HandoffForm, TapeListForm, TimelineForm
@@ -135,9 +134,7 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
     ctx = {"tape": tape, "form": form, "refusal": refusal}
     if not refusal:
         ctx["now"] = context.preview(tape)
-        ctx["idle"], ctx["idle_reason"] = bub_append.idle_state(
-            Path(tape.path), quiet_seconds=settings.TAPEVIEW_QUIET_SECONDS
-        )
+        ctx["idle"], ctx["idle_reason"] = handoff.idle_state(tape)
     if request.method == "POST" and not refusal and form.is_valid():
         try:
             written = handoff.write(
