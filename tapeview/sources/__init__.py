@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 from . import araliya, bub, nanobot, yachiyo
-from .model import ContextMessage, Entry, TapeBusy, TapeFile, TapeNotFound
+from .contract import Reader
+from .model import (
+    AgentStopped,
+    AppendState,
+    ContextMessage,
+    Entry,
+    TapeBusy,
+    TapeFile,
+    TapeNotFound,
+    WriteFailed,
+)
 from .spec import SourceSpec, SourceSpecError
 from .spec import parse_sources as _parse_sources
 
-KINDS: dict[str, ModuleType] = {"bub": bub, "nanobot": nanobot, "yachiyo": yachiyo, "araliya": araliya}
+KINDS: dict[str, Reader] = {"bub": bub, "nanobot": nanobot, "yachiyo": yachiyo, "araliya": araliya}
 
 
-def reader(kind: str) -> ModuleType:
+def reader(kind: str) -> Reader:
     """The module that reads sources of a kind."""
     try:
         return KINDS[kind]
@@ -32,14 +41,18 @@ def parse_sources(items: list[str] | str) -> list[SourceSpec]:
 
 
 __all__ = [
+    "AgentStopped",
+    "AppendState",
     "ContextMessage",
     "Entry",
     "KINDS",
+    "Reader",
     "SourceSpec",
     "SourceSpecError",
     "TapeBusy",
     "TapeFile",
     "TapeNotFound",
+    "WriteFailed",
     "detect",
     "parse_sources",
     "reader",

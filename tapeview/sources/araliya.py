@@ -9,14 +9,17 @@ is split off by araliya's own reader; it is shown as the entry araliya sees, wit
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
+from . import documents
+from .documents import DocumentUnreadable
 from .model import ContextMessage, Entry, TapeFile, TapeNotFound
+from .raw_bytes import open_file
+from .raw_bytes import read_raw as read_raw  # the contract's byte reader, the same for every kind
 
 KIND = "araliya"
 PREVIEW_BYTES = 600
@@ -53,7 +56,7 @@ def discover(root: Path) -> list[TapeFile]:
     found = []
     for memory in _memory_dirs(root):
         sessions, problem = _read_sessions(memory / "sessions.json")
-        listed = sorted(sessions.items(), key=lambda kv: (str(_field(kv[1], "created_at")), kv[0]))
+        listed = sorted(sessions.items(), key=lambda kv: (_scalar(_field(kv[1], "created_at")), kv[0]))
         for sid, info in listed:
             found.append(_tape(root, memory, sid, _field(info, "last_agent"), problem))
         try:
@@ -69,6 +72,11 @@ def discover(root: Path) -> list[TapeFile]:
 
 def _field(info: object, key: str) -> object:
     return info.get(key) if isinstance(info, dict) else None
+
+
+def _scalar(value: object) -> str:
+    # Not str() of a list or object: one nested 1,000 deep would overflow repr's recursion.
+    return f"<{type(value).__name__}>" if isinstance(value, (list, dict)) else str(value)
 
 
 def _tape(root: Path, memory: Path, sid: str, agent: object, note: str) -> TapeFile:
@@ -94,49 +102,74 @@ def _tape(root: Path, memory: Path, sid: str, agent: object, note: str) -> TapeF
     )
 
 
+def _read_json(path: Path) -> object:
+    """A JSON file as araliya's serde_json reads it: strictly (no lone surrogates, no NaN).
+
+    FileNotFoundError passes through; DocumentUnreadable says why the file cannot be read.
+    """
+    try:
+        return _parse_file(path)
+    except DocumentUnreadable as exc:
+        if not exc.torn:
+            raise
+    # araliya writes with a plain truncate-then-write: a torn read may be a write in flight.
+    return _parse_file(path)
+
+
+def _parse_file(path: Path) -> object:
+    try:
+        return documents.parse(documents.read_bytes(path))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise DocumentUnreadable(exc.strerror or str(exc)) from None
+
+
 def _read_sessions(path: Path) -> tuple[dict, str]:
-    # araliya writes with a plain truncate-then-write: a parse error may be a write in flight.
-    for _ in range(2):
-        try:
-            doc = json.loads(path.read_bytes())
-            break
-        except FileNotFoundError:
-            return {}, "no sessions.json"
-        except (OSError, ValueError):
-            doc = None
+    try:
+        doc = _read_json(path)
+    except FileNotFoundError:
+        return {}, "no sessions.json"
+    except DocumentUnreadable as exc:
+        return {}, f"sessions.json is unreadable ({exc.problem})"
     sessions = doc.get("sessions") if isinstance(doc, dict) else None
     return (sessions, "") if isinstance(sessions, dict) else ({}, "sessions.json is unreadable")
 
 
 def _kv_note(path: Path) -> str:
     try:
-        kv = json.loads(path.read_bytes())
+        kv = _read_json(path)
     except FileNotFoundError:
         return ""
-    except (OSError, ValueError):
-        return "kv.json is unreadable"
+    except DocumentUnreadable as exc:
+        return f"kv.json is unreadable ({exc.problem})"
     if not isinstance(kv, dict):
         return "kv.json is unreadable"
     entries, order = kv.get("entries"), kv.get("order")
+    # serde_json wants string keys: anything else is no key araliya could hold.
     if isinstance(entries, list):
-        keys = len({e.get("key") for e in entries if isinstance(e, dict)})
+        keys = len({e.get("key") for e in entries if isinstance(e, dict) and isinstance(e.get("key"), str)})
     elif isinstance(order, list):  # the layout of araliya after 447744f (§B.7)
-        keys = len(set(map(str, order)))
+        keys = len({k for k in order if isinstance(k, str)})
     else:
         return "kv.json is malformed"
-    return f"kv: {keys} key{'s' * (keys != 1)} (cap {kv.get('cap')})"
+    cap = kv.get("cap")
+    return f"kv: {keys} key{'s' * (keys != 1)} (cap {cap if isinstance(cap, int) else '?'})"
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """All entries of the transcript; `start` and `first_pos` are ignored (always read whole)."""
     try:
-        raw = path.read_bytes()
+        raw = documents.read_bytes(path)
     except FileNotFoundError as exc:
         if path.parent.is_dir():
             return  # a session without a transcript yet: no entries
         raise TapeNotFound(str(path)) from exc
     except OSError as exc:
         yield _unreadable(b"", 1, 0, f"cannot read the file: {exc.strerror or exc}")
+        return
+    except DocumentUnreadable as exc:
+        yield _too_big(exc.head, 1, 0, exc.size)
         return
     for pos, offset, length in _spans(raw):
         if pos == 1 and not raw.startswith(HEADER) and not raw[:length].strip():
@@ -157,14 +190,19 @@ def _spans(raw: bytes) -> Iterator[tuple[int, int, int]]:
 
 
 def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:
+    """The entries at these byte spans, reading only those bytes (a span over the bound: its head)."""
     spans = sorted(spans, key=lambda s: s[1])
     if not spans:
         return []
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
-    return [parse_entry(raw[offset : offset + length], pos, offset) for pos, offset, length in spans]
+    out = []
+    with open_file(path) as f:
+        for pos, offset, length in spans:
+            f.seek(offset)
+            if length > documents.MAX_BYTES:
+                out.append(_too_big(f.read(PREVIEW_BYTES + 1), pos, offset, length))
+            else:
+                out.append(parse_entry(f.read(length), pos, offset))
+    return out
 
 
 def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
@@ -222,6 +260,17 @@ def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
         preview=preview,
         context=False,
     )
+
+
+def _too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:
+    entry = _unreadable(head, pos, offset, documents.too_big(length, documents.MAX_BYTES))
+    entry.length = length
+    return entry
+
+
+def pointer(metadata: dict | None, messages: int) -> int:
+    """0: araliya keeps no archive pointer (it drops the oldest entries past its cap instead)."""
+    return 0
 
 
 def session_label(tape_name: str, entry: Entry) -> str | None:

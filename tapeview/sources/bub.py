@@ -9,32 +9,39 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
 from urllib.parse import unquote
 
 import orjson
 
-from .model import ContextMessage, Entry, TapeFile, TapeNotFound, unreadable
+from .bub_lines import (
+    DISPLAY_PARSE_LIMIT,
+    DISPLAY_PREVIEW_BYTES,
+    PREVIEW_BYTES,
+    is_tool_error,
+    parse_line,
+    preview,
+    too_big,
+)
+from .model import ContextMessage, Entry, TapeFile, unreadable
+from .raw_bytes import open_file
+from .raw_bytes import read_raw as read_raw  # the contract's byte reader, the same for every kind
 
 KIND = "bub"
-PREVIEW_BYTES = 600
-# Entries bigger than this are not parsed for display; their first bytes are shown instead.
-DISPLAY_PARSE_LIMIT = 2 * 1024 * 1024
-DISPLAY_PREVIEW_BYTES = 64 * 1024
-NON_PHASE_PREFIXES = ("memory/", "spill/")
-GLUE_MARK = b'{"id": '
 _ARCHIVE = re.compile(r"^(?P<base>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z)\.bak$")
 _CHANNEL = re.compile(r"sender_id=[^|\n\\]*\|channel=\$?([^|\n\\]+)\|chat_id=([^\s|\\]+)")
 _FIXED_SESSIONS = ("cli:local", "cli_session")
 
 
 def discover(root: Path) -> list[TapeFile]:
-    """Every tape-like file directly in a Bub tapes directory (subdirectories are not tapes)."""
+    """Every tape-like name directly in a Bub tapes directory (subdirectories are not tapes).
+
+    Names, not files: a FIFO, a folder or a link named like a tape is listed too, so that the
+    path policy (sources.paths) refuses it where the user sees why.
+    """
     found = []
     try:
-        names = sorted(p.name for p in root.iterdir() if p.is_file())
+        names = sorted(p.name for p in root.iterdir())
     except OSError:
         return []
     for fname in names:
@@ -69,7 +76,7 @@ def _orphan(tape: TapeFile) -> TapeFile:
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """Entries of complete lines from byte `start` on; an unfinished last line is left alone."""
-    with _open(path) as f:
+    with open_file(path) as f:
         f.seek(start)
         offset, pos = start, first_pos
         for raw in f:
@@ -93,7 +100,7 @@ def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
     if not rest:
         return None
     problem = "unfinished last line (being written, or cut by a crash)"
-    return unreadable(pos, offset, size - offset, problem, _preview(rest))
+    return unreadable(pos, offset, size - offset, problem, preview(rest))
 
 
 def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:
@@ -102,156 +109,14 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
     if not spans:
         return []
     out = []
-    with _open(path) as f:
+    with open_file(path) as f:
         for pos, offset, length in spans:
             f.seek(offset)
             if length > DISPLAY_PARSE_LIMIT:
-                out.append(_too_big(f.read(DISPLAY_PREVIEW_BYTES), pos, offset, length))
+                out.append(too_big(f.read(DISPLAY_PREVIEW_BYTES), pos, offset, length))
             else:
                 out.append(parse_line(f.read(length), pos, offset))
     return out
-
-
-def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iterator[bytes]:
-    """The raw bytes of one entry, streamed."""
-    with _open(path) as f:
-        f.seek(offset)
-        while length > 0:
-            block = f.read(min(chunk, length))
-            if not block:
-                return
-            length -= len(block)
-            yield block
-
-
-def _open(path: Path) -> BinaryIO:
-    try:
-        return open(path, "rb")  # noqa: SIM115 - the callers' `with` closes it
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
-
-
-def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
-    """One line as the agent's reader sees it, or an unreadable entry that says why."""
-    length = len(raw)
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return _unreadable(raw, pos, offset, _why_malformed(raw, exc))
-    if not isinstance(obj, dict):
-        return _unreadable(raw, pos, offset, "not an entry: the line is not a JSON object")
-    eid, kind, payload = obj.get("id"), obj.get("kind"), obj.get("payload")
-    if not isinstance(eid, int) or isinstance(eid, bool):
-        return _unreadable(raw, pos, offset, "not an entry: id is not an integer")
-    if not isinstance(kind, str):
-        return _unreadable(raw, pos, offset, "not an entry: kind is not a string")
-    if not isinstance(payload, dict):
-        return _unreadable(raw, pos, offset, "not an entry: payload is not an object")
-    meta = obj.get("meta")
-    meta = meta if isinstance(meta, dict) else {}
-    date, problem = _entry_date(obj)
-    name, is_error, phase = "", kind == "error", False
-    tokens, prompt_tokens, cached_tokens = 0, None, None
-    if kind in ("anchor", "event"):
-        name = payload.get("name") if isinstance(payload.get("name"), str) else ""
-    if kind == "anchor":
-        phase = not name.startswith(NON_PHASE_PREFIXES)
-    elif kind == "message":
-        role = payload.get("role")
-        name = role if isinstance(role, str) else ""
-    elif kind == "tool_result":
-        results = payload.get("results")
-        is_error = isinstance(results, list) and any(is_tool_error(r) for r in results)
-    elif kind == "event":
-        data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
-        is_error = (
-            data.get("status") == "error"
-            or name.endswith(".error")
-            or bool(name == "loop.result" and data.get("error"))
-        )
-        usage = data.get("usage") if name == "run" else None
-        if isinstance(usage, dict):
-            tokens = _int(usage.get("total_tokens"))
-            prompt_tokens = _int(usage.get("prompt_tokens"))
-            details = usage.get("prompt_tokens_details")
-            cached_tokens = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    return Entry(
-        pos=pos,
-        offset=offset,
-        length=length,
-        id=eid,
-        kind=kind,
-        name=name,
-        date=date,
-        payload=payload,
-        meta=meta,
-        problem=problem,
-        is_error=is_error,
-        tokens=tokens,
-        prompt_tokens=prompt_tokens,
-        cached_tokens=cached_tokens,
-        context=meta.get("context") is not False,
-        phase=phase,
-    )
-
-
-def is_tool_error(result: object) -> bool:
-    return isinstance(result, dict) and "message" in result and "kind" in result
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _entry_date(obj: dict) -> tuple[datetime | None, str]:
-    date, stamp = obj.get("date"), obj.get("timestamp")
-    if isinstance(date, str):
-        try:
-            parsed = datetime.fromisoformat(date)
-        except ValueError:
-            return None, f"unreadable date {date[:40]!r}"
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)), ""
-    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-        try:
-            return datetime.fromtimestamp(stamp, UTC), ""
-        except (OverflowError, OSError, ValueError):
-            return None, "unreadable timestamp"
-    return None, ""
-
-
-def _why_malformed(raw: bytes, exc: Exception) -> str:
-    if "utf-8" in str(exc).lower():
-        return "invalid UTF-8"
-    if raw.find(GLUE_MARK, 1) > 0:
-        return "glued line: an unfinished write was followed by another entry"
-    return "malformed JSON"
-
-
-def salvage(raw_preview: str) -> str:
-    """The entry glued onto crash residue, as the formats doc suggests recovering it."""
-    at = raw_preview.rfind('{"id": ')
-    return raw_preview[at:] if at > 0 else ""
-
-
-def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
-    return unreadable(pos, offset, len(raw), problem, _preview(raw))
-
-
-def _too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:
-    return Entry(
-        pos=pos,
-        offset=offset,
-        length=length,
-        id=None,
-        kind="",
-        truncated=True,
-        preview=_preview(head, limit=DISPLAY_PREVIEW_BYTES),
-    )
-
-
-def _preview(raw: bytes, limit: int = PREVIEW_BYTES) -> str:
-    text = raw[:limit].decode("utf-8", errors="replace").rstrip("\n")
-    return text + ("…" if len(raw) > limit else "")
 
 
 def session_label(tape_name: str, entry: Entry) -> str | None:
@@ -262,7 +127,7 @@ def session_label(tape_name: str, entry: Entry) -> str | None:
         return None
     candidates = list(_FIXED_SESSIONS)
     if entry.kind in ("message", "event") and isinstance(entry.payload, dict):
-        text = orjson.dumps(entry.payload).decode()[:4000]
+        text = _json_text(entry.payload)[:4000]
         candidates += [f"{ch}:{chat}" for ch, chat in _CHANNEL.findall(text)]
     for session in candidates:
         if hashlib.md5(session.encode()).hexdigest()[:16] == wanted:
@@ -288,14 +153,27 @@ def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
             for i, result in enumerate(results):
                 call = pending[i] if i < len(pending) and isinstance(pending[i], dict) else {}
                 fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-                content = result if isinstance(result, str) else orjson.dumps(result).decode()
+                content = result if isinstance(result, str) else _json_text(result)
                 messages.append(
                     ContextMessage("tool", content, e.pos, tool_call_id=call.get("id"), name=fn.get("name"))
                 )
         elif e.kind == "anchor":
-            state = orjson.dumps(p.get("state") or {}).decode()
+            state = _json_text(p.get("state") or {})
             messages.append(ContextMessage("assistant", f"[Anchor created: {e.name}]: {state}", e.pos))
     return messages
+
+
+def _json_text(value: object) -> str:
+    # A line may nest up to orjson's 1,024 read levels, but its writer stops at 254: never crash on it.
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return "(not shown: nested too deeply to write as JSON)"
+
+
+def pointer(metadata: dict | None, messages: int) -> int:
+    """0: Bub keeps no archive pointer (anchors cut the context instead)."""
+    return 0
 
 
 def session_tape_name(workspace: str, session_id: str) -> str:

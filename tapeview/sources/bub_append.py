@@ -1,9 +1,10 @@
 """The guest writer for a live Bub tape: append whole entries only while the agent is idle.
 
-Follows ../shared/formats/bub.md §4: the agent has no locking at all, so we tail-read the file,
-append only after a terminal entry and a quiet period, take the last complete line's id + 1,
-re-check the size on the very descriptor we write to, and write the whole batch in one
-`write()` on a fresh `O_WRONLY|O_APPEND` descriptor, never with `O_CREAT` on a live tape.
+Follows ../shared/formats/bub.md §4: the agent has no locking at all, so we tail-read the file
+(bub_tail), append only after a terminal entry and a quiet period, take the last complete line's
+id + 1, re-check the size on the very descriptor we write to, and write the whole batch in one
+`write()` on a fresh `O_WRONLY|O_APPEND` descriptor, never with `O_CREAT` on a live tape. A write
+that fails or falls short is taken back, so the tape is left exactly as it was.
 """
 
 from __future__ import annotations
@@ -12,71 +13,80 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-import orjson
-
-from .bub import parse_line
-from .model import Entry, TapeBusy, TapeNotFound
+from .bub_tail import MID_TURN_RETRY, read_tail
+from .bub_tail import is_terminal as is_terminal  # imported from here by tests/tapes/agent.py
+from .model import AgentStopped, AppendState, TapeBusy, TapeNotFound, WriteFailed
 
 ORIGIN = "tapeview"
-BLOCK = 64 * 1024
-# How many unreadable lines at the end we step over to find the last entry before giving up.
-MAX_LINES_BACK = 64
-MID_TURN_RETRY = 2.0
 KEYS = ("id", "kind", "payload", "meta")
+QUIET_SECONDS = 1.5
+# A non-terminal last entry this old says the agent looks stopped (formats/bub.md §4: minutes).
+STOPPED_SECONDS = 600.0
 
 
-@dataclass(frozen=True)
-class _Tail:
-    """What the end of a tape says about appending to it now."""
+def append_state(
+    path: Path,
+    *,
+    quiet_seconds: float = QUIET_SECONDS,
+    stopped_seconds: float = STOPPED_SECONDS,
+    now: Callable[[], float] = time.time,
+) -> AppendState:
+    """Whether a guest may append now: idle, busy (retry after a while) or stopped (confirm to write).
 
-    ino: int
-    size: int
-    idle: bool
-    reason: str
-    retry_after: float = 0.0
-    residue: bool = False  # an unfinished line from a crashed writer ends the file
-    last: Entry | None = None  # the last readable complete entry
-    time_field: str = "date"  # "date", "timestamp" or "" (the line format of the tape's era)
+    Raises TapeNotFound if the file is gone.
+    """
+    tail = read_tail(Path(path), quiet_seconds, stopped_seconds, now)
+    return AppendState(tail.status, tail.reason, tail.retry_after)
 
 
 def idle_state(
-    path: Path, *, quiet_seconds: float = 1.5, now: Callable[[], float] = time.time
+    path: Path,
+    *,
+    quiet_seconds: float = QUIET_SECONDS,
+    stopped_seconds: float = STOPPED_SECONDS,
+    now: Callable[[], float] = time.time,
 ) -> tuple[bool, str]:
     """Whether a guest may append now, and why (not). Raises TapeNotFound if the file is gone."""
-    tail = _inspect(Path(path), quiet_seconds, now)
-    return tail.idle, tail.reason
+    state = append_state(path, quiet_seconds=quiet_seconds, stopped_seconds=stopped_seconds, now=now)
+    return state.idle, state.reason
 
 
 def append(
     path: Path,
     build: Callable[[int], list[dict]],
     *,
-    quiet_seconds: float = 1.5,
+    quiet_seconds: float = QUIET_SECONDS,
+    stopped_seconds: float = STOPPED_SECONDS,
+    allow_stopped: bool = False,
     now: Callable[[], float] = time.time,
     expect_size: int | None = None,
     create: bool = False,
 ) -> list[dict]:
     """Append the entries `build(next_id)` returns, in one write, if the tape is idle.
 
+    Raises TapeBusy while the agent is mid-turn or writing, and AgentStopped (a TapeBusy) when it
+    looks stopped, unless `allow_stopped` (an operator's explicit, audited confirmation).
     `expect_size`: refuse (TapeBusy) unless the file still has the size the caller read it at,
     for callers that decide what to write from more than the tail. `create`: a missing file is
     created with O_CREAT|O_EXCL; only for our own files (a memory sidecar), never a live tape.
+    Raises WriteFailed when the write fails or falls short (the tape is then cut back).
     Returns the entries as written: on a tape of an era without `date` the time field follows
     the tape (none, or a float `timestamp` taken at write time as bub 0.2.3 did).
     """
     path = Path(path)
     try:
-        tail = _inspect(path, quiet_seconds, now)
+        tail = read_tail(path, quiet_seconds, stopped_seconds, now)
     except TapeNotFound:
         if not create:
             raise
         return _create(path, build, expect_size)
-    if not tail.idle:
+    if tail.status == "stopped" and not allow_stopped:
+        raise AgentStopped(tail.reason, tail.retry_after)
+    if tail.status == "busy":
         raise TapeBusy(tail.reason, tail.retry_after)
     if expect_size is not None and tail.size != expect_size:
         raise TapeBusy("the tape changed while it was being read", 0.5)
@@ -98,7 +108,7 @@ def append(
             raise TapeBusy("the tape was reset while the entries were prepared", 0.5)
         if st.st_size != tail.size:
             raise TapeBusy("the agent wrote to the tape while the entries were prepared", MID_TURN_RETRY)
-        _write_all(fd, buf)
+        _write_all(fd, buf, path, tail.size)
     finally:
         os.close(fd)
     return entries
@@ -110,10 +120,16 @@ def handoff(
     state: dict[str, Any] | None,
     *,
     now_iso: str | None = None,
-    quiet_seconds: float = 1.5,
+    quiet_seconds: float = QUIET_SECONDS,
+    stopped_seconds: float = STOPPED_SECONDS,
+    allow_stopped: bool = False,
     now: Callable[[], float] = time.time,
 ) -> list[dict]:
-    """Append an anchor and its `handoff` event, as Bub's `tape.handoff` writes them, in one write."""
+    """Append an anchor and its `handoff` event, as Bub's `tape.handoff` writes them, in one write.
+
+    `allow_stopped`: write even when the agent looks stopped (see `append`); TapeBusy still
+    comes when it is really mid-turn and recently active.
+    """
     date = now_iso or datetime.now(UTC).isoformat()
     meta = {"origin": ORIGIN}
     anchor_payload: dict[str, Any] = {"name": name}
@@ -132,106 +148,19 @@ def handoff(
             },
         ]
 
-    return append(path, build, quiet_seconds=quiet_seconds, now=now)
+    return append(
+        path,
+        build,
+        quiet_seconds=quiet_seconds,
+        stopped_seconds=stopped_seconds,
+        allow_stopped=allow_stopped,
+        now=now,
+    )
 
 
 def encode(entries: list[dict]) -> bytes:
     """Lines exactly as Bub writes them: default separators, raw UTF-8, one newline each."""
     return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode("utf-8")
-
-
-def is_terminal(entry: Entry) -> bool:
-    """An entry that ends a turn or a command, after which the agent writes nothing until the next."""
-    if entry.kind == "anchor":
-        return True
-    if entry.kind != "event":
-        return False
-    data = entry.payload.get("data")
-    data = data if isinstance(data, dict) else {}
-    if entry.name == "loop.step":
-        return data.get("status") in ("ok", "error")
-    if entry.name == "loop.step.finish":
-        # 0.2.x: with a follow-up, the next step of the same turn comes in the same burst.
-        return data.get("followup") is not True
-    return entry.name in ("command", "handoff", "loop.result")
-
-
-def _inspect(path: Path, quiet_seconds: float, now: Callable[[], float]) -> _Tail:
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below; fstat must see the inode we read
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
-    with f:
-        st = os.fstat(f.fileno())
-        size, age = st.st_size, now() - st.st_mtime
-        complete_end = _newline_before(f, size) + 1
-        residue = complete_end < size
-        if residue and age < quiet_seconds * 3:
-            return _Tail(
-                st.st_ino,
-                size,
-                False,
-                "the agent is writing a line (the last line is unfinished)",
-                _retry(quiet_seconds * 3 - age),
-            )
-        if not residue and age < quiet_seconds:
-            return _Tail(
-                st.st_ino,
-                size,
-                False,
-                f"the tape changed {max(age, 0):.1f} s ago; waiting until it has been quiet "
-                f"for {quiet_seconds:g} s",
-                _retry(quiet_seconds - age),
-            )
-        last, raw = _last_entry(f, complete_end)
-    time_field = _time_field(raw) if raw is not None else "date"
-    if residue:
-        # The writer died mid-line and nothing grew since, so no burst is in progress.
-        reason = "idle (an unfinished line from a crash ends the tape: the new entries start on a new line)"
-        return _Tail(st.st_ino, size, True, reason, 0.0, True, last, time_field)
-    if last is not None and not is_terminal(last):
-        reason = f"the agent is mid-turn (last entry: {_describe(last)})"
-        return _Tail(st.st_ino, size, False, reason, MID_TURN_RETRY, False, last, time_field)
-    reason = "idle" if last is not None else "idle (the tape has no entries)"
-    return _Tail(st.st_ino, size, True, reason, 0.0, False, last, time_field)
-
-
-def _last_entry(f: BinaryIO, end: int) -> tuple[Entry | None, bytes | None]:
-    """The last readable complete line before byte `end` (the agent's own last entry), read backwards."""
-    for _ in range(MAX_LINES_BACK):
-        if end <= 0:
-            return None, None
-        start = _newline_before(f, end - 1) + 1
-        f.seek(start)
-        raw = f.read(end - start)
-        if len(raw) != end - start:
-            raise TapeBusy("the tape shrank while it was being read (a reset?)", 0.5)
-        if raw.strip():
-            entry = parse_line(raw, 0, start)
-            if entry.readable:
-                return entry, raw
-        end = start
-    raise TapeBusy(
-        f"no readable entry in the last {MAX_LINES_BACK} lines of the tape: the next id is unknown", 60.0
-    )
-
-
-def _newline_before(f: BinaryIO, pos: int) -> int:
-    """The offset of the last newline before byte `pos`, or -1, reading backwards in blocks."""
-    while pos > 0:
-        step = min(BLOCK, pos)
-        f.seek(pos - step)
-        block = f.read(step)
-        at = block.rfind(b"\n")
-        if at >= 0:
-            return pos - step + at
-        pos -= step
-    return -1
-
-
-def _time_field(raw: bytes) -> str:
-    obj = orjson.loads(raw)
-    return "date" if "date" in obj else "timestamp" if "timestamp" in obj else ""
 
 
 def _checked(entries: list[dict], next_id: int) -> list[dict]:
@@ -268,27 +197,88 @@ def _create(path: Path, build: Callable[[int], list[dict]], expect_size: int | N
     except FileExistsError as exc:
         raise TapeBusy("another writer created the file meanwhile", 0.5) from exc
     try:
-        _write_all(fd, buf)
+        _write_all(fd, buf, path, 0)
+    except WriteFailed as exc:
+        if exc.rolled_back:
+            _remove_if_ours(fd, path)  # the file did not exist before: leave none behind
+        raise
     finally:
         os.close(fd)
     return entries
 
 
-def _write_all(fd: int, buf: bytes) -> None:
-    # One syscall, so no agent line can land between ours; a short write leaves crash residue,
-    # which the next writer closes with a newline. It is never retried or truncated away.
-    written = os.write(fd, buf)
-    if written != len(buf):
-        raise OSError(f"short write: {written} of {len(buf)} bytes reached the tape")
+def _write_all(fd: int, buf: bytes, path: Path, size: int) -> None:
+    """One write() of the whole batch on a file of `size` bytes; WriteFailed if it does not all land.
+
+    One syscall, so no agent line can land between ours. A full disk or an I/O error can still
+    leave part of the batch behind (7,470 of 40,400 bytes, no newline): half a line the agent
+    would glue its next entry onto. It is never retried (a second write() could land after an
+    agent line): it is taken back, so the tape is exactly as it was, and reported.
+    """
+    try:
+        written = os.write(fd, buf)
+    except OSError as exc:
+        why, code = exc.strerror or str(exc), exc.errno
+    else:
+        if written == len(buf):
+            return
+        why, code = f"only {written:,} of {len(buf):,} bytes were written", None
+    kept = _roll_back(fd, path, size, buf)
+    if not kept:
+        raise WriteFailed(
+            f"the write to the tape failed ({why}); the tape was cut back to its {size:,} bytes: "
+            "nothing was written",
+            errno=code,
+        )
+    raise WriteFailed(
+        f"the write to the tape failed ({why}) and the part that reached it could not be taken back "
+        f"({kept}): the tape now ends with an unfinished line, as after a crash",
+        errno=code,
+        rolled_back=False,
+    )
 
 
-def _describe(entry: Entry) -> str:
-    if entry.kind not in ("event", "anchor"):
-        return entry.kind
-    data = entry.payload.get("data")
-    status = data.get("status") if isinstance(data, dict) else None
-    return f"{entry.kind} {entry.name}" + (f" ({status})" if isinstance(status, str) else "")
+def _roll_back(fd: int, path: Path, size: int, buf: bytes) -> str:
+    """Cut our partial bytes off the tape again: "" when the tape is as it was, else why not.
+
+    The rule: truncate back to `size`, the size fstat showed on this very descriptor just before
+    the write, only when
+    1. the path still names the inode we wrote to: after a reset the new tape holds none of our
+       bytes, and the old inode is an archive or gone, so neither is ours to change;
+    2. the file is no shorter than `size` (someone else shrank it: not ours to regrow); and
+    3. everything past `size` is a prefix of our buffer: nobody appended after our partial bytes,
+       since an agent line there would be cut off with them.
+    Otherwise the file is left alone, and the partial line stays as crash residue, which readers
+    show as unreadable and the next guest write closes with a newline (§4 rule 6).
+    Truncating bends "never truncate a live tape" (§4 rule 1) only for bytes that were ours and
+    that no entry includes; an agent that already read past them sees the file shrink and rereads
+    it from the start, as after a reset (§3). The agent could still append between our check and
+    the truncate: the same few-microsecond window §4 describes for the append itself.
+    """
+    try:
+        st = os.fstat(fd)
+        if st.st_size == size:
+            return ""
+        if st.st_size < size:
+            return "the tape shrank meanwhile"
+        with open(path, "rb") as f:
+            named = os.fstat(f.fileno())
+            if (named.st_dev, named.st_ino) != (st.st_dev, st.st_ino):
+                return "the tape was reset meanwhile"
+            f.seek(size)
+            ours = f.read(len(buf) + 1)
+        if not buf.startswith(ours) or os.fstat(fd).st_size != size + len(ours):
+            return "another writer appended after them"
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        return f"cutting back failed: {exc.strerror or exc}"
+    return ""
 
 
-def _retry(seconds: float) -> float:
-    return max(0.1, round(seconds, 1))
+def _remove_if_ours(fd: int, path: Path) -> None:
+    try:
+        st, named = os.fstat(fd), os.stat(path)
+        if (named.st_dev, named.st_ino) == (st.st_dev, st.st_ino) and named.st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass  # an empty file left behind reads as a tape with no entries: harmless

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 
 class TapeNotFound(LookupError):
@@ -18,6 +18,44 @@ class TapeBusy(Exception):
     def __init__(self, reason: str, retry_after: float = 2.0) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+
+
+class AgentStopped(TapeBusy):
+    """The agent stopped mid-turn long ago, or looks so: nothing was written.
+
+    Waiting cannot tell a crash from a very long model call (formats/bub.md §4), so an operator
+    may confirm the write explicitly (`allow_stopped=True`), and that confirmation is audited.
+    """
+
+
+class WriteFailed(OSError):
+    """A write to a tape failed or fell short (a full disk, an I/O error).
+
+    With `rolled_back` the tape was cut back to its size before the write: nothing was written.
+    Without, some of the bytes could not be taken back; the message says how many.
+    """
+
+    def __init__(self, message: str, *, errno: int | None = None, rolled_back: bool = True) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.rolled_back = rolled_back
+
+
+@dataclass(frozen=True, slots=True)
+class AppendState:
+    """Whether a guest may append to a live tape now: "idle", "busy" (retry later) or "stopped".
+
+    "stopped": the agent is not idle but has been quiet for long, as after a crash mid-turn; an
+    operator may confirm a write (`allow_stopped=True`).
+    """
+
+    status: Literal["idle", "busy", "stopped"]
+    reason: str
+    retry_after: float = 0.0  # seconds to wait before asking again (busy, stopped)
+
+    @property
+    def idle(self) -> bool:
+        return self.status == "idle"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,4 +143,7 @@ def content_text(content: Any) -> str:
             elif isinstance(part, str):
                 parts.append(part)
         return "\n".join(parts)
-    return str(content)
+    try:
+        return str(content)
+    except RecursionError:  # an object nested ~1,000 deep (a hostile file): never crash on it
+        return "(not shown: nested too deeply)"

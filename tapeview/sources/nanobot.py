@@ -1,7 +1,7 @@
 """nanobot sessions for Tapeview: scan a session file, find the archive boundary, rebuild the replay.
 
 Follows ../shared/formats/nanobot.md §2. Files are rewritten wholesale, so every scan starts at
-byte 0; what each line holds is read by nanobot_files.parse_line.
+byte 0; what each line holds is read by nanobot_lines.parse_line.
 """
 
 from __future__ import annotations
@@ -11,16 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from .model import ContextMessage, Entry, TapeNotFound
-from .nanobot_files import (
-    detect,
-    discover,
-    is_empty_assistant,
-    is_int,
-    key_from_stem,
-    parse_line,
-    replay_text,
-    tool_calls_of,
-)
+from .nanobot_files import detect, discover, key_from_stem
+from .nanobot_lines import is_empty_assistant, is_int, parse_line, replay_text, tool_calls_of
+from .raw_bytes import read_raw
 
 __all__ = [
     "KIND",
@@ -29,7 +22,9 @@ __all__ = [
     "context_messages",
     "detect",
     "discover",
+    "pointer",
     "read_entries",
+    "read_raw",
     "scan",
     "session_label",
     "tool_calls",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tapeview.sources import bub
+from tapeview.sources import bub, bub_lines
+from tapeview.sources.model import TapeNotFound
 
 
 def entries(path: Path) -> list:
@@ -72,7 +73,7 @@ def test_glued_line_after_a_crash_is_unreadable_and_its_neighbours_survive(tmp_p
     found = entries(path)
     assert [e.readable for e in found] == [True, False, True]
     assert found[1].problem.startswith("glued line")
-    assert bub.salvage(found[1].preview).startswith('{"id": 3')
+    assert bub_lines.salvage(found[1].preview).startswith('{"id": 3')
 
 
 @pytest.mark.parametrize(
@@ -224,5 +225,33 @@ def test_huge_entry_is_read_as_a_bounded_preview(tmp_path: Path) -> None:
 
 
 def test_a_missing_tape_raises_tape_not_found(tmp_path: Path) -> None:
-    with pytest.raises(bub.TapeNotFound):
+    with pytest.raises(TapeNotFound):
         entries(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("depth", [300, 1_000, 10_000])
+def test_deeply_nested_lines_never_crash_the_reader_or_the_context(tmp_path: Path, depth: int) -> None:
+    deep = "[" * depth + "]" * depth
+    deep_object = '{"a": ' * depth + "1" + "}" * depth
+    path = tmp_path / "9d11f561157e98d3__0123456789abcdef.jsonl"  # no known session hashes so
+    path.write_text(
+        f'{{"id": 1, "kind": "message", "payload": {{"role": "user", "content": {deep_object}}}, "meta": {{}}}}\n'
+        '{"id": 2, "kind": "tool_call", "payload": {"calls": [{"id": "c1", "function": {"name": "bash", "arguments": "{}"}}]}, "meta": {}}\n'
+        f'{{"id": 3, "kind": "tool_result", "payload": {{"results": [{deep}]}}, "meta": {{}}}}\n'
+        f'{{"id": 4, "kind": "anchor", "payload": {{"name": "phase/a", "state": {deep}}}, "meta": {{}}}}\n'
+    )
+
+    found = entries(path)
+    messages = bub.context_messages(found)
+
+    readable = depth < 1_024  # orjson's bound, which a line beyond reads as malformed
+    assert [e.readable for e in found] == [readable, True, readable, readable]
+    assert all(e.problem == "malformed JSON" for e in found if not e.readable)
+    assert [bub.session_label(path.stem, e) for e in found] == [None] * 4
+    assert all(isinstance(m.chars, int) for m in messages)
+    if readable:
+        assert messages[2].content == "(not shown: nested too deeply to write as JSON)"
+        assert (
+            messages[3].content
+            == "[Anchor created: phase/a]: (not shown: nested too deeply to write as JSON)"
+        )

@@ -552,3 +552,23 @@ def test_session_label_comes_from_the_metadata_or_the_file_name() -> None:
     assert nanobot.session_label("whatever", first) == "discord:1187654321098765432"
     assert nanobot.session_label("Y2xpOmRpcmVjdA", second) == "cli:direct"
     assert nanobot.session_label("telegram_8123456789", second) is None
+
+
+@pytest.mark.parametrize("depth", [300, 1_000, 10_000])
+def test_deeply_nested_records_never_crash_the_reader_or_the_replay(tmp_path: Path, depth: int) -> None:
+    deep = "[" * depth + "]" * depth
+    path = tmp_path / "Y2xpOmRpcmVjdA.jsonl"
+    path.write_text(
+        '{"_type": "metadata", "key": "cli:direct"}\n'
+        f'{{"role": "user", "content": {deep}}}\n'
+        f'{{"role": "assistant", "content": "ok", "tool_calls": [{{"id": "c", "function": {{"name": "f", "arguments": {deep}}}}}]}}\n'
+    )
+
+    found = entries(path)
+    messages = nanobot.context_messages(found)
+
+    readable = depth < 1_024
+    assert [e.readable for e in found] == [True, readable, readable]
+    assert all(e.problem == "malformed JSON" for e in found if not e.readable)
+    assert len(messages) == (2 if readable else 0)
+    assert all(isinstance(m.chars, int) for m in messages)

@@ -1,0 +1,146 @@
+"""One line of a Bub tape as the agent's reader sees it: an entry, or an unreadable line that says why.
+
+Follows ../shared/formats/bub.md §2 and §4.1: a line is an entry when `id` is an int, `kind` a
+str and `payload` a dict; `date` (ISO) else `timestamp` (epoch) else time unknown.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+
+from .model import Entry, unreadable
+
+PREVIEW_BYTES = 600
+# Entries bigger than this are not parsed for display; their first bytes are shown instead.
+DISPLAY_PARSE_LIMIT = 2 * 1024 * 1024
+DISPLAY_PREVIEW_BYTES = 64 * 1024
+NON_PHASE_PREFIXES = ("memory/", "spill/")
+GLUE_MARK = b'{"id": '
+
+
+def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
+    """One line as the agent's reader sees it, or an unreadable entry that says why."""
+    length = len(raw)
+    try:
+        # orjson refuses nesting deeper than 1,024 levels: a hostile line is malformed, not a crash.
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return _unreadable(raw, pos, offset, _why_malformed(raw, exc))
+    if not isinstance(obj, dict):
+        return _unreadable(raw, pos, offset, "not an entry: the line is not a JSON object")
+    eid, kind, payload = obj.get("id"), obj.get("kind"), obj.get("payload")
+    if not isinstance(eid, int) or isinstance(eid, bool):
+        return _unreadable(raw, pos, offset, "not an entry: id is not an integer")
+    if not isinstance(kind, str):
+        return _unreadable(raw, pos, offset, "not an entry: kind is not a string")
+    if not isinstance(payload, dict):
+        return _unreadable(raw, pos, offset, "not an entry: payload is not an object")
+    meta = obj.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    date, problem = _entry_date(obj)
+    name, is_error, phase = "", kind == "error", False
+    tokens, prompt_tokens, cached_tokens = 0, None, None
+    if kind in ("anchor", "event"):
+        name = payload.get("name") if isinstance(payload.get("name"), str) else ""
+    if kind == "anchor":
+        phase = not name.startswith(NON_PHASE_PREFIXES)
+    elif kind == "message":
+        role = payload.get("role")
+        name = role if isinstance(role, str) else ""
+    elif kind == "tool_result":
+        results = payload.get("results")
+        is_error = isinstance(results, list) and any(is_tool_error(r) for r in results)
+    elif kind == "event":
+        data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+        is_error = (
+            data.get("status") == "error"
+            or name.endswith(".error")
+            or bool(name == "loop.result" and data.get("error"))
+        )
+        usage = data.get("usage") if name == "run" else None
+        if isinstance(usage, dict):
+            tokens = _int(usage.get("total_tokens"))
+            prompt_tokens = _int(usage.get("prompt_tokens"))
+            details = usage.get("prompt_tokens_details")
+            cached_tokens = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Entry(
+        pos=pos,
+        offset=offset,
+        length=length,
+        id=eid,
+        kind=kind,
+        name=name,
+        date=date,
+        payload=payload,
+        meta=meta,
+        problem=problem,
+        is_error=is_error,
+        tokens=tokens,
+        prompt_tokens=prompt_tokens,
+        cached_tokens=cached_tokens,
+        context=meta.get("context") is not False,
+        phase=phase,
+    )
+
+
+def is_tool_error(result: object) -> bool:
+    return isinstance(result, dict) and "message" in result and "kind" in result
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _entry_date(obj: dict) -> tuple[datetime | None, str]:
+    date, stamp = obj.get("date"), obj.get("timestamp")
+    if isinstance(date, str):
+        try:
+            parsed = datetime.fromisoformat(date)
+        except ValueError:
+            return None, f"unreadable date {date[:40]!r}"
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)), ""
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        try:
+            return datetime.fromtimestamp(stamp, UTC), ""
+        except (OverflowError, OSError, ValueError):
+            return None, "unreadable timestamp"
+    return None, ""
+
+
+def _why_malformed(raw: bytes, exc: Exception) -> str:
+    if "utf-8" in str(exc).lower():
+        return "invalid UTF-8"
+    if raw.find(GLUE_MARK, 1) > 0:
+        return "glued line: an unfinished write was followed by another entry"
+    return "malformed JSON"
+
+
+def salvage(raw_preview: str) -> str:
+    """The entry glued onto crash residue, as the formats doc suggests recovering it."""
+    at = raw_preview.rfind('{"id": ')
+    return raw_preview[at:] if at > 0 else ""
+
+
+def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
+    return unreadable(pos, offset, len(raw), problem, preview(raw))
+
+
+def too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:
+    """An entry too big to parse for display: its first bytes, marked truncated."""
+    return Entry(
+        pos=pos,
+        offset=offset,
+        length=length,
+        id=None,
+        kind="",
+        truncated=True,
+        preview=preview(head, limit=DISPLAY_PREVIEW_BYTES),
+    )
+
+
+def preview(raw: bytes, limit: int = PREVIEW_BYTES) -> str:
+    """A safe, bounded text of raw bytes."""
+    text = raw[:limit].decode("utf-8", errors="replace").rstrip("\n")
+    return text + ("…" if len(raw) > limit else "")

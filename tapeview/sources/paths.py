@@ -1,0 +1,76 @@
+"""The path policy of every source: nothing outside a source's root is read or written, whatever links say.
+
+Applied once, to every file a reader finds, before anything opens it: a link that leads out of the
+root, a symlink loop, a FIFO or a folder where a file should be is refused with a reason the user
+sees (the Sources page), never followed and never skipped in silence.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .model import TapeFile
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A file of a source that is not read, and why."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name}: {self.reason}"
+
+
+def within(root: Path, path: Path) -> bool:
+    """Whether `path`, with every link in it followed, is `root` or below it."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def refusal(root: Path, path: Path) -> str | None:
+    """Why `path` must not be read as a file of the source at `root`, or None when it may.
+
+    A file that does not exist (yet) may: readers report a missing file themselves.
+    """
+    if not within(root, path):
+        return "a link to something outside the source: not read"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None if not os.path.islink(path) else "a link to nothing: not read"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a link that loops: not read"
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder, not a file: not read"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a FIFO, socket or device): not read"
+    return None
+
+
+def admit(root: Path, files: Iterable[TapeFile]) -> tuple[list[TapeFile], list[Refusal]]:
+    """The files that may be read, and the refusals of the others."""
+    kept, refused = [], []
+    for f in files:
+        why = refusal(root, f.path)
+        if why is None:
+            kept.append(f)
+        else:
+            refused.append(Refusal(f.path, why))
+    return kept, refused
+
+
+def check(root: Path, path: Path) -> None:
+    """Raise PermissionError when `path` may not be read or written as part of the source at `root`."""
+    why = refusal(root, path)
+    if why is not None:
+        raise PermissionError(errno.EACCES, why, str(path))
