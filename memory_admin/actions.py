@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django import forms
+from collections.abc import Callable
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
@@ -11,38 +12,17 @@ from tapeview.accounts.audit import Actor
 from tapeview.accounts.roles import role_required
 from tapeview.sources import TapeBusy
 
-from . import service
+from . import writes
+from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
+from .kinds import AraliyaKv, BubZone, YachiyoMemory
 from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
 from .views import busy_page, conflict_page, refused
 
-ZONE_ACTIONS = ("long_term", "daily", "prune", "clear", "restore", "move")
 
-
-class ZoneForm(forms.Form):
-    action = forms.ChoiceField(choices=[(a, a) for a in ZONE_ACTIONS])
-    base_version = forms.CharField(max_length=64)
-    text = forms.CharField(required=False, strip=False)
-    days = forms.IntegerField(required=False, min_value=0, max_value=36500)
-    version = forms.IntegerField(required=False, min_value=1)
-
-
-class EntryForm(forms.Form):
-    action = forms.ChoiceField(choices=[("add", "add"), ("edit", "edit"), ("delete", "delete")])
-    base_version = forms.CharField(max_length=64)
-    entry_id = forms.CharField(required=False, max_length=200)
-    content = forms.CharField(required=False)
-    keywords = forms.CharField(required=False, max_length=2000)
-
-
-class KvForm(forms.Form):
-    action = forms.ChoiceField(choices=[("set", "set"), ("delete", "delete")])
-    base_version = forms.CharField(max_length=64)
-    key = forms.CharField(max_length=1000)
-    value = forms.CharField(required=False, strip=False)
-
-
-def _run(request: HttpRequest, store: MemoryStore, write, mine: str = "") -> HttpResponse:
+def _run(
+    request: HttpRequest, store: MemoryStore, write: Callable[[], object], mine: str = ""
+) -> HttpResponse:
     """Run one write and answer as the user expects: back to the store, or why nothing was written."""
     try:
         write()
@@ -60,28 +40,26 @@ def _run(request: HttpRequest, store: MemoryStore, write, mine: str = "") -> Htt
 @require_POST
 @role_required("operator")
 def zone_action(request: HttpRequest, key: str) -> HttpResponse:
-    store = get_object_or_404(MemoryStore, key=key, kind="bub.zone")
+    store = get_object_or_404(MemoryStore, key=key, kind__in=BubZone.names)
     form = ZoneForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
     data, actor = form.cleaned_data, Actor.of(request.user)
     action, base = data["action"], data["base_version"]
     if action == "move":
-        return _run(request, store, lambda: service.zone_move(store, actor, base))
+        return _run(request, store, lambda: writes.zone_move(store, actor, base))
     params = {"long_term": {"text": data["text"]}, "daily": {"text": data["text"]},
-              "prune": {"days": data["days"] if data["days"] is not None else 30},
+              "prune": {"days": data["days"] if data["days"] is not None else PRUNE_DAYS},
               "restore": {"version": data["version"]}, "clear": {}}[action]  # fmt: skip
     if action == "restore" and data["version"] is None:
         return refused(request, store, StoreError("say which version to restore"))
-    return _run(
-        request, store, lambda: service.zone_write(store, actor, action, base, **params), data["text"]
-    )
+    return _run(request, store, lambda: writes.zone_write(store, actor, action, base, **params), data["text"])
 
 
 @require_POST
 @role_required("operator")
 def entry_action(request: HttpRequest, key: str) -> HttpResponse:
-    store = get_object_or_404(MemoryStore, key=key, kind="yachiyo.memory")
+    store = get_object_or_404(MemoryStore, key=key, kind__in=YachiyoMemory.names)
     form = EntryForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
@@ -94,19 +72,19 @@ def entry_action(request: HttpRequest, key: str) -> HttpResponse:
     return _run(
         request,
         store,
-        lambda: service.entry_write(store, actor, data["action"], data["base_version"], **params),
+        lambda: writes.entry_write(store, actor, data["action"], data["base_version"], **params),
     )
 
 
 @require_POST
 @role_required("operator")
 def kv_action(request: HttpRequest, key: str) -> HttpResponse:
-    store = get_object_or_404(MemoryStore, key=key, kind="araliya.kv")
+    store = get_object_or_404(MemoryStore, key=key, kind__in=AraliyaKv.names)
     form = KvForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
     data, actor = form.cleaned_data, Actor.of(request.user)
     params = {"key": data["key"], "value": data["value"]} if data["action"] == "set" else {"key": data["key"]}
     return _run(
-        request, store, lambda: service.kv_write(store, actor, data["action"], data["base_version"], **params)
+        request, store, lambda: writes.kv_write(store, actor, data["action"], data["base_version"], **params)
     )

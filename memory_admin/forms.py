@@ -1,8 +1,11 @@
-"""Forms of the memory pages."""
+"""Forms of the memory pages: every query string and every POST is validated by one of these."""
 
 from __future__ import annotations
 
 from django import forms
+
+PRUNE_DAYS = 30  # the agent's own default for `memory.prune`
+ZONE_ACTIONS = ("long_term", "daily", "prune", "clear", "restore", "move")
 
 
 class TextEditForm(forms.Form):
@@ -20,3 +23,48 @@ class RestoreForm(forms.Form):
 class DiffForm(forms.Form):
     frm = forms.CharField(max_length=64, required=False)
     to = forms.CharField(max_length=64, required=False)
+
+
+class StoreListForm(forms.Form):
+    """`?kind=`: a kind or its family (`nanobot`)."""
+
+    kind = forms.CharField(max_length=40, required=False)
+
+
+class EmptyForm(forms.Form):
+    """The query string of a store page that takes none."""
+
+
+class PruneForm(forms.Form):
+    """`?days=` on a Bub zone's page: preview what a prune of older notes would remove."""
+
+    days = forms.IntegerField(min_value=0, max_value=36500, required=False)
+
+
+class HistoryForm(forms.Form):
+    """`?q=` on nanobot's history page."""
+
+    q = forms.CharField(max_length=200, required=False)
+
+
+class ZoneForm(forms.Form):
+    action = forms.ChoiceField(choices=[(a, a) for a in ZONE_ACTIONS])
+    base_version = forms.CharField(max_length=64)
+    text = forms.CharField(required=False, strip=False)
+    days = forms.IntegerField(required=False, min_value=0, max_value=36500)
+    version = forms.IntegerField(required=False, min_value=1)
+
+
+class EntryForm(forms.Form):
+    action = forms.ChoiceField(choices=[("add", "add"), ("edit", "edit"), ("delete", "delete")])
+    base_version = forms.CharField(max_length=64)
+    entry_id = forms.CharField(required=False, max_length=200)
+    content = forms.CharField(required=False)
+    keywords = forms.CharField(required=False, max_length=2000)
+
+
+class KvForm(forms.Form):
+    action = forms.ChoiceField(choices=[("set", "set"), ("delete", "delete")])
+    base_version = forms.CharField(max_length=64)
+    key = forms.CharField(max_length=1000)
+    value = forms.CharField(required=False, strip=False)

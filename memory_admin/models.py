@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.db import models
+
+from .stores.model import StoreRef
 
 
 class MemoryStore(models.Model):
@@ -29,6 +33,12 @@ class MemoryStore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.owner})"
+
+    def ref(self) -> StoreRef:
+        """The store as the plain-Python store modules take it."""
+        return StoreRef(
+            self.rel, self.kind, self.title, self.owner, Path(self.path), self.editable, self.note
+        )
 
 
 class Revision(models.Model):

@@ -13,8 +13,10 @@ from tapeview.sources import TapeBusy
 from tapeview.tapes import discovery, index
 from tapeview.tapes.models import Tape
 
-from . import diff, service, zones
-from .forms import DiffForm, RestoreForm, TextEditForm
+from . import diff, versions, writes
+from .catalog import sync_stores
+from .forms import DiffForm, RestoreForm, StoreListForm, TextEditForm
+from .kinds import BubZone, kind_of
 from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
 from .templatetags.memory import markdown
@@ -23,11 +25,12 @@ from .templatetags.memory import markdown
 def store_list(request: HttpRequest) -> HttpResponse:
     """Every memory store of every source. Template `memory_admin/store_list.html`."""
     discovery.sync_if_stale()
-    service.sync_stores()
+    sync_stores()
+    form = StoreListForm(request.GET)
+    kind = form.cleaned_data["kind"] if form.is_valid() else ""
     stores = MemoryStore.objects.annotate(versions=Count("revisions")).order_by(
         "source", "kind", "owner", "title"
     )
-    kind = request.GET.get("kind", "")
     if kind:
         stores = stores.filter(kind__startswith=kind)
     kinds = MemoryStore.objects.values_list("kind", flat=True).distinct().order_by("kind")
@@ -41,33 +44,33 @@ def _store(key: str) -> MemoryStore:
 def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     """One store: its content, its versions and the changes made through Tapeview.
 
-    Template `memory_admin/store_detail.html`.
+    Template `memory_admin/store_detail.html`: `store`, `adapter` (its kind), `snap`, `revisions`,
+    `audit`, `versions`, `filters` (the adapter's query form), then what the adapter adds for its
+    partial; an unreadable store gets `problem` instead of `snap`.
     """
     store = _store(key)
-    snap = service.snapshot(store)
+    adapter = kind_of(store)
+    filters = adapter.filters(request.GET)
+    filters.is_valid()  # a bad value is shown as the form's error; the page keeps its defaults
     ctx = {
         "store": store,
-        "snap": snap,
+        "adapter": adapter,
+        "filters": filters,
         "revisions": store.revisions.all()[:100],
         "audit": events_of(f"store:{store.key}")[:50],
     }
-    if store.kind == "bub.zone":
-        ctx.update(zones.zones_of(store.tape))
-    if store.kind == "nanobot.history":
-        ctx.update(service.history_context(store, request.GET.get("q", "")))
-    if store.kind.startswith("nanobot."):
-        ctx["commits"] = service.commits(store)
-        if store.kind in service.TEXT_KINDS:
-            ctx["rendered"] = snap.text
-    if store.kind == "bub.zone":
-        ctx["cuts_context"] = service.zone_cuts_context(store)
-        ctx["prune_days"] = (
-            int(request.GET.get("days") or 30) if (request.GET.get("days") or "30").isdigit() else 30
-        )
-        ctx["prune_preview"] = (
-            service.prune_preview(store, ctx["prune_days"]) if "days" in request.GET else None
-        )
-    ctx["versions"] = service.versions(store)
+    try:
+        snap = versions.snapshot(store)
+    except StoreError as exc:
+        # The agent's file is corrupt or too deep to read: say so, with what Tapeview kept of it.
+        return render(request, "memory_admin/store_detail.html", {**ctx, "problem": str(exc)})
+    ctx.update(adapter.page_context(store, snap, filters))
+    ctx.update(
+        snap=snap,
+        edits_text=adapter.takes_text(store),
+        restores=adapter.restores(store),
+        versions=versions.versions(store),
+    )
     return render(request, "memory_admin/store_detail.html", ctx)
 
 
@@ -78,14 +81,14 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
     Templates `memory_admin/store_edit.html` and `memory_admin/conflict.html`.
     """
     store = _store(key)
-    if not store.editable or store.kind not in service.TEXT_KINDS:
+    if not kind_of(store).takes_text(store):
         raise Http404("this store is not edited as text")
-    snap = service.snapshot(store)
+    snap = versions.snapshot(store)
     form = TextEditForm(request.POST or None, initial={"text": snap.text, "base_version": snap.version})
     if request.method == "POST" and form.is_valid() and "preview" not in request.POST:
         text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]
         try:
-            service.save_text(store, text, base, Actor.of(request.user))
+            writes.save_text(store, text, base, Actor.of(request.user))
         except StaleEdit as stale:
             return conflict_page(request, store, text, base, stale)
         return redirect("memory_admin:store_detail", key=store.key)
@@ -96,8 +99,9 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
 def conflict_page(
     request: HttpRequest, store: MemoryStore, mine: str, base: str, stale: StaleEdit
 ) -> HttpResponse:
+    """409: both versions and the diffs between them; nothing was written."""
     try:
-        base_text = service.version_text(store, base)
+        base_text = versions.version_text(store, base)
     except LookupError:
         base_text = None
     ctx = {
@@ -121,27 +125,19 @@ def store_preview(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def store_diff(request: HttpRequest, key: str) -> HttpResponse:
-    """Two versions of a store side by side. Template `memory_admin/store_diff.html`."""
+    """Two versions of a store side by side (`?frm=&to=`). Template `memory_admin/store_diff.html`."""
     store = _store(key)
     form = DiffForm(request.GET)
     form.is_valid()
-    snap = service.snapshot(store)
-    to = form.cleaned_data.get("to") or snap.version
-    frm = form.cleaned_data.get("frm")
+    ctx = {"store": store, "versions": versions.versions(store)}
     try:
-        new = service.version_text(store, to)
-        if not frm:
-            frm = service.previous_version(store, to)
-        old = service.version_text(store, frm) if frm else ""
+        pair = versions.diff_pair(store, form.cleaned_data.get("frm"), form.cleaned_data.get("to"))
     except LookupError as exc:
         raise Http404(str(exc)) from None
-    ctx = {
-        "store": store,
-        "frm": frm,
-        "to": to,
-        "lines": diff.line_diff(old, new),
-        "versions": service.versions(store),
-    }
+    except StoreError as exc:
+        # The file cannot be read now, so there is no current version: the kept ones can still be picked.
+        return render(request, "memory_admin/store_diff.html", {**ctx, "problem": str(exc)}, status=400)
+    ctx.update(frm=pair.frm, to=pair.to, lines=diff.line_diff(pair.old, pair.new))
     return render(request, "memory_admin/store_diff.html", ctx)
 
 
@@ -153,19 +149,15 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     form = RestoreForm(request.POST)
     if not form.is_valid():
         raise Http404("no such version")
+    version, base = form.cleaned_data["version"], form.cleaned_data["base_version"]
     text = ""
     try:
-        text = service.version_text(store, form.cleaned_data["version"])
-        service.restore(
-            store,
-            form.cleaned_data["version"],
-            form.cleaned_data["base_version"],
-            Actor.of(request.user),
-        )
+        text = versions.version_text(store, version)
+        writes.restore(store, version, base, Actor.of(request.user))
     except LookupError as exc:
         raise Http404(str(exc)) from None
     except StaleEdit as stale:
-        return conflict_page(request, store, text, form.cleaned_data["base_version"], stale)
+        return conflict_page(request, store, text, base, stale)
     except StoreError as exc:
         return refused(request, store, exc)
     except TapeBusy as busy:
@@ -174,6 +166,7 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def refused(request: HttpRequest, store: MemoryStore, error: Exception) -> HttpResponse:
+    """400: the edit was refused by the agent's rules (or the file cannot be read); nothing was written."""
     return render(request, "memory_admin/refused.html", {"store": store, "error": error}, status=400)
 
 
@@ -189,8 +182,8 @@ def zone_of_tape(request: HttpRequest, key: str) -> HttpResponse:
     """The memory zone of a tape: the store page of that zone."""
     tape = get_object_or_404(Tape, key=key)
     index.refresh(tape)
-    service.sync_stores()
-    store = MemoryStore.objects.filter(kind="bub.zone", tape=tape).first()
+    sync_stores()
+    store = MemoryStore.objects.filter(kind__in=BubZone.names, tape=tape).first()
     if store is None:
         raise Http404("this tape has no memory zone")
     return redirect("memory_admin:store_detail", key=store.key)

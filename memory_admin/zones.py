@@ -1,14 +1,14 @@
-"""Find a tape's memory zones through the index and read only their entries."""
+"""A tape's memory zones through the index: find them, read only their entries, index what a write added."""
 
 from __future__ import annotations
 
 from django.db.models import Q
 
+from tapeview.tapes import index
 from tapeview.tapes.models import EntryRow, Tape
 from tapeview.tapes.timeline import read_rows
 
 from .stores import bub_zone
-from .stores.bub_zone_write import zone_text
 from .stores.model import Snapshot
 
 ZONE_ROWS = Q(kind="anchor", name__startswith="memory/") | Q(kind="event", name__startswith="memory.")
@@ -35,4 +35,11 @@ def snapshot(found: dict) -> Snapshot:
     """The zone the agent reads, as a store snapshot: its version number and canonical text."""
     zone = found["current"]
     version = str(zone.version) if zone else "missing"
-    return Snapshot(version, zone_text(zone), found["zones"])
+    return Snapshot(version, bub_zone.zone_text(zone), found["zones"])
+
+
+def refresh(tape: Tape) -> None:
+    """Index what a zone write appended, to the tape or to its memory sidecar."""
+    index.refresh(tape)
+    for attachment in tape.attachments.all():
+        index.refresh(attachment)

@@ -71,7 +71,7 @@ def operator_client(client, user_factory):
 @pytest.fixture
 def memory_sources(db, settings, tmp_path: Path) -> dict[str, Path]:
     """Real memory files of every family (copied), configured as sources and indexed."""
-    from memory_admin import service
+    from memory_admin import catalog
     from tapeview.tapes import discovery
 
     roots = {
@@ -89,7 +89,7 @@ def memory_sources(db, settings, tmp_path: Path) -> dict[str, Path]:
     settings.TAPEVIEW_REFRESH_SECONDS = 0
     settings.TAPEVIEW_QUIET_SECONDS = 0
     discovery.sync()
-    service.sync_stores()
+    catalog.sync_stores()
     return roots
 
 

@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from memory_admin import service
+from memory_admin import catalog
 from memory_admin.models import MemoryStore
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
@@ -41,7 +41,7 @@ def every_source(settings, bub_home: Path, bub_samples: Path, memory_sources: di
     """Throwaway copies of the Bub tapes and every family's memory, indexed; writes may go anywhere."""
     settings.TAPEVIEW_SOURCES += f",home=bub:{bub_home},samples=bub:{bub_samples}"
     discovery.sync()
-    service.sync_stores()
+    catalog.sync_stores()
     settings.TAPEVIEW_REFRESH_SECONDS = 3600  # indexed above: requests need not look at the folders again
 
 

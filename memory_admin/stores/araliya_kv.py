@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from tapeview.sources import araliya as araliya_source
 
+from . import locks, nesting
 from .files import read_bytes, replace_if_unchanged
 from .model import Snapshot, StaleEdit, StoreError, StoreRef, version_of
 
@@ -142,16 +143,18 @@ def set_value(
     """kv_set, with its eviction: over the cap, the entry at the front of the file goes first."""
     _check("key", key, allow_empty=False)
     _check("value", value, allow_empty=True)
-    kv = _load_for_write(ref, expected_version)
-    kv.set(key, value, araliya_ts(now or datetime.now(UTC)))
-    return _write(ref, kv, expected_version)
+    with locks.hold(ref.path):
+        kv = _load_for_write(ref, expected_version)
+        kv.set(key, value, araliya_ts(now or datetime.now(UTC)))
+        return _write(ref, kv, expected_version)
 
 
 def delete_value(ref: StoreRef, key: str, expected_version: str) -> str:
-    kv = _load_for_write(ref, expected_version)
-    if not kv.delete(key):
-        raise StoreError(f"no key {key!r} in this session's kv.json")
-    return _write(ref, kv, expected_version)
+    with locks.hold(ref.path):
+        kv = _load_for_write(ref, expected_version)
+        if not kv.delete(key):
+            raise StoreError(f"no key {key!r} in this session's kv.json")
+        return _write(ref, kv, expected_version)
 
 
 def araliya_ts(now: datetime) -> str:
@@ -163,7 +166,9 @@ def araliya_ts(now: datetime) -> str:
 def parse(raw: bytes) -> KvFile:
     """kv.json as serde reads it; anything araliya would call "malformed" is a StoreError."""
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = nesting.parse(raw, KV_FILE)
+    except StoreError:
+        raise  # too deep: already worded
     except ValueError as exc:
         raise StoreError(f"kv.json is not valid JSON ({exc})") from exc
     if not isinstance(doc, dict) or not _is_usize(doc.get("cap")):

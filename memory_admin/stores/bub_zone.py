@@ -3,6 +3,8 @@
 Follows ../shared/formats/bub.md §8 and the PR's own reader (`MemoryZone._load_snapshot`): a zone
 is a `memory/seal` anchor with an int `state.version`, walked back to the nearest `memory/open`
 of the same version; only `memory.long_term` and `memory.daily` events between them count.
+Everything that reads zones lives here (from entries, or from a tape or its memory sidecar on
+disk); bub_zone_write only appends new versions.
 """
 
 from __future__ import annotations
@@ -10,10 +12,16 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
-from tapeview.sources.model import Entry
+from tapeview.sources.bub import scan
+from tapeview.sources.model import Entry, TapeNotFound
 
+from .model import StoreError
+
+KIND = "bub.zone"
+SIDECAR_SUFFIX = "__sidecar__memory.jsonl"
 OPEN = "memory/open"
 SEAL = "memory/seal"
 LONG_TERM = "memory.long_term"
@@ -50,6 +58,16 @@ class ZoneChange:
     daily_removed: list[str]
     daily_changed: list[str]
     summary: str
+
+
+@dataclass(frozen=True)
+class ZoneFile:
+    """A file's zones as read up to `size` bytes, and where the next line will start."""
+
+    zones: list[Zone]
+    size: int
+    lines: int  # complete lines (blank ones included) before `size`
+    residue: bool  # an unfinished line ends the file
 
 
 def read_zones(entries: Iterable[Entry]) -> list[Zone]:
@@ -102,6 +120,75 @@ def changes(zones: list[Zone]) -> list[ZoneChange]:
     return out
 
 
+def read_file(path: Path) -> ZoneFile:
+    """Every zone of a file, with the size and line count the next append must find unchanged."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        if path.name.endswith(SIDECAR_SUFFIX):
+            return ZoneFile([], 0, 0, False)
+        raise TapeNotFound(str(path)) from None
+    entries: list[Entry] = []
+    end, pos = 0, 0
+    for entry in scan(path):
+        if entry.offset + entry.length > size:
+            break
+        end, pos = entry.offset + entry.length, entry.pos
+        if not entry.readable or entry.name in (OPEN, SEAL, LONG_TERM, DAILY):
+            entries.append(entry)
+    # Blank lines and an unfinished last line after the last entry still take places in the file.
+    with open(path, "rb") as f:
+        f.seek(end)
+        rest = f.read(size - end)
+    residue = bool(rest) and not rest.endswith(b"\n")
+    return ZoneFile(read_zones(entries), size, pos + rest.count(b"\n"), residue)
+
+
+def memory_sidecar(path: Path) -> Path:
+    """`<tape>__sidecar__memory.jsonl` beside the tape: a zone there never cuts the agent's context."""
+    path = Path(path)
+    stem = path.name.removesuffix(".jsonl")
+    return path.with_name(stem + SIDECAR_SUFFIX)
+
+
+def where_zone_lives(path: Path) -> Path:
+    """The memory sidecar if it holds a zone, else the tape itself (where the agent keeps its zone)."""
+    sidecar = memory_sidecar(path)
+    if sidecar.exists() and read_file(sidecar).zones:
+        return sidecar
+    return Path(path)
+
+
+def cuts_context(target: Path) -> bool:
+    """True when the target is a live tape: its new memory/seal anchor becomes the agent's last anchor."""
+    return "__sidecar__" not in Path(target).name
+
+
+def zone_text(zone: Zone | None) -> str:
+    """The zone as one text for diffs and conflicts: long-term text, then a `## <date>` block per note."""
+    if zone is None:
+        return ""
+    blocks = [zone.long_term] if zone.long_term else []
+    blocks += [f"## {day}\n{note}" for day, note in zone.daily.items()]
+    return "\n\n".join(blocks)
+
+
+def current_zone(path: Path) -> Zone | None:
+    """The zone the agent would read from a file (None for a missing sidecar or a tape without one)."""
+    return current(read_file(Path(path)).zones)
+
+
+def prune_preview(zone: Zone | None, older_than_days: int = 30, today: date | None = None) -> list[str]:
+    """The dates of the notes a prune would remove: those before today - older_than_days."""
+    if older_than_days < 0:
+        raise StoreError("older_than_days must not be negative")
+    if zone is None:
+        return []
+    # ISO dates compare as strings; a date key that is not ISO compares as the agent's would.
+    cutoff = ((today or datetime.now(UTC).date()) - timedelta(days=older_than_days)).isoformat()
+    return [day for day in zone.daily if day < cutoff]
+
+
 def _version(entry: Entry) -> int | None:
     state = entry.payload.get("state")
     version = state.get("version") if isinstance(state, dict) else None
@@ -127,8 +214,8 @@ def _zone(version: int, opened: Entry, seal: Entry, events: list[Entry], unreada
     # The agent sorts its notes newest date first (stable), and for a repeated date reads the first.
     dailies.sort(key=lambda d: d[0], reverse=True)
     daily: dict[str, str] = {}
-    for date, content in dailies:
-        daily.setdefault(date, content)
+    for day, content in dailies:
+        daily.setdefault(day, content)
     return Zone(
         version=version,
         long_term=long_term,

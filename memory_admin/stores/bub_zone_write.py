@@ -11,64 +11,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
-from tapeview.sources.bub import parse_line, scan
+from tapeview.sources.bub import parse_line
 from tapeview.sources.bub_append import ORIGIN, append, encode
-from tapeview.sources.model import Entry, TapeNotFound
 
-from .bub_zone import DAILY, LONG_TERM, OPEN, SEAL, Zone, current, read_zones
+from . import locks
+from .bub_zone import (
+    DAILY,
+    LONG_TERM,
+    OPEN,
+    SEAL,
+    SIDECAR_SUFFIX,
+    Zone,
+    ZoneFile,
+    current,
+    prune_preview,
+    read_file,
+    read_zones,
+    zone_text,
+)
 from .model import StaleEdit, StoreError
 
-SIDECAR_SUFFIX = "__sidecar__memory.jsonl"
 # What an edit makes of the current zone (and all zones): (long-term text, date -> note), or None.
 Change = Callable[[Zone | None, list[Zone]], tuple[str, dict[str, str]] | None]
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    """A file's zones as read up to `size` bytes, and where the next line will start."""
-
-    zones: list[Zone]
-    size: int
-    lines: int  # complete lines (blank ones included) before `size`
-    residue: bool  # an unfinished line ends the file
-
-
-def memory_sidecar(path: Path) -> Path:
-    """`<tape>__sidecar__memory.jsonl` beside the tape: a zone there never cuts the agent's context."""
-    path = Path(path)
-    stem = path.name.removesuffix(".jsonl")
-    return path.with_name(stem + SIDECAR_SUFFIX)
-
-
-def where_zone_lives(path: Path) -> Path:
-    """The memory sidecar if it holds a zone, else the tape itself (where the agent keeps its zone)."""
-    sidecar = memory_sidecar(path)
-    if sidecar.exists() and _read(sidecar).zones:
-        return sidecar
-    return Path(path)
-
-
-def cuts_context(target: Path) -> bool:
-    """True when the target is a live tape: its new memory/seal anchor becomes the agent's last anchor."""
-    return "__sidecar__" not in Path(target).name
-
-
-def zone_text(zone: Zone | None) -> str:
-    """The zone as one text for diffs and conflicts: long-term text, then a `## <date>` block per note."""
-    if zone is None:
-        return ""
-    blocks = [zone.long_term] if zone.long_term else []
-    blocks += [f"## {day}\n{note}" for day, note in zone.daily.items()]
-    return "\n\n".join(blocks)
-
-
-def current_zone(path: Path) -> Zone | None:
-    """The zone the agent would read from a file (None for a missing sidecar or a tape without one)."""
-    return current(_read(Path(path)).zones)
 
 
 def write_long_term(
@@ -105,17 +72,6 @@ def add_daily(
         return (zone.long_term if zone else ""), daily
 
     return _mutate(path, expected, change, now, quiet_seconds, clock)
-
-
-def prune_preview(zone: Zone | None, older_than_days: int = 30, today: date | None = None) -> list[str]:
-    """The dates of the notes a prune would remove: those before today - older_than_days."""
-    if older_than_days < 0:
-        raise StoreError("older_than_days must not be negative")
-    if zone is None:
-        return []
-    # ISO dates compare as strings; a date key that is not ISO compares as the agent's would.
-    cutoff = ((today or datetime.now(UTC).date()) - timedelta(days=older_than_days)).isoformat()
-    return [day for day in zone.daily if day < cutoff]
 
 
 def prune(
@@ -181,25 +137,29 @@ def _mutate(
     clock: Callable[[], float],
 ) -> Zone | None:
     path = Path(path)
-    snap = _read(path)
-    zone = current(snap.zones)
-    if (zone.version if zone else None) != expected:
-        raise StaleEdit(zone_text(zone), str(zone.version) if zone else "none")
-    new = change(zone, snap.zones)
-    if new is None:
-        return None
-    long_term, daily = new
-    version = (zone.version if zone else 0) + 1
-    stamp = _moment(now).isoformat()
-    written = append(
-        path,
-        lambda nid: _zone_lines(nid, version, long_term, daily, stamp),
-        quiet_seconds=quiet_seconds,
-        now=clock,
-        # The version was checked against the file at this size: any growth since means a re-read.
-        expect_size=snap.size,
-        create=path.name.endswith(SIDECAR_SUFFIX),
-    )
+    # Read, check and append under the file's lock: of two Tapeview edits with the same expected
+    # version, the second reads the first's zone and is stale. The agent takes no lock; the size
+    # check in append() catches its writes.
+    with locks.hold(path):
+        snap = read_file(path)
+        zone = current(snap.zones)
+        if (zone.version if zone else None) != expected:
+            raise StaleEdit(zone_text(zone), str(zone.version) if zone else "none")
+        new = change(zone, snap.zones)
+        if new is None:
+            return None
+        long_term, daily = new
+        version = (zone.version if zone else 0) + 1
+        stamp = _moment(now).isoformat()
+        written = append(
+            path,
+            lambda nid: _zone_lines(nid, version, long_term, daily, stamp),
+            quiet_seconds=quiet_seconds,
+            now=clock,
+            # The version was checked against the file at this size: any growth since means a re-read.
+            expect_size=snap.size,
+            create=path.name.endswith(SIDECAR_SUFFIX),
+        )
     return _written_zone(written, snap)
 
 
@@ -218,31 +178,7 @@ def _zone_lines(nid: int, version: int, long_term: str, daily: dict[str, str], s
     ]
 
 
-def _read(path: Path) -> _Snapshot:
-    """Every zone of a file, with the size and line count the next append must find unchanged."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        if path.name.endswith(SIDECAR_SUFFIX):
-            return _Snapshot([], 0, 0, False)
-        raise TapeNotFound(str(path)) from None
-    entries: list[Entry] = []
-    end, pos = 0, 0
-    for entry in scan(path):
-        if entry.offset + entry.length > size:
-            break
-        end, pos = entry.offset + entry.length, entry.pos
-        if not entry.readable or entry.name in (OPEN, SEAL, LONG_TERM, DAILY):
-            entries.append(entry)
-    # Blank lines and an unfinished last line after the last entry still take places in the file.
-    with open(path, "rb") as f:
-        f.seek(end)
-        rest = f.read(size - end)
-    residue = bool(rest) and not rest.endswith(b"\n")
-    return _Snapshot(read_zones(entries), size, pos + rest.count(b"\n"), residue)
-
-
-def _written_zone(written: list[dict], snap: _Snapshot) -> Zone:
+def _written_zone(written: list[dict], snap: ZoneFile) -> Zone:
     """The zone just written, as a reader of the file will find it (positions included)."""
     offset = snap.size + (1 if snap.residue else 0)
     pos = snap.lines + (2 if snap.residue else 1)

@@ -31,7 +31,7 @@ class StoreRef:
     """One memory store found in a source: a file (or a zone) the operator can read and edit."""
 
     key: str  # stable within the source, e.g. "workspace/memory/MEMORY.md"
-    kind: str  # e.g. "nanobot.memory", "nanobot.history", "yachiyo.memory", "araliya.kv"
+    kind: str  # the KIND of the store module that found it, e.g. nanobot.memory
     title: str  # what the user sees, e.g. "MEMORY.md"
     owner: str  # the workspace, session or tape it belongs to
     path: Path

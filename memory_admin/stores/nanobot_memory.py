@@ -3,31 +3,29 @@
 Follows ../shared/formats/nanobot.md §3 and §4: files are rewritten atomically and only if they are
 still what the editor saw (nanobot itself truncates and rewrites in place, with no lock); a workspace
 with nanobot's own git store gets a commit per edit (nanobot_git); history.jsonl (or a legacy
-HISTORY.md) is read only, since it may only be rewritten while nanobot is stopped.
+HISTORY.md) is read only (nanobot_history), since it may only be rewritten while nanobot is stopped.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import logging
-import re
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tapeview.sources.nanobot_files import workspace_of
 
-from . import nanobot_git
+from . import locks, nanobot_git, nanobot_history
 from .files import read_bytes, replace_if_unchanged
 from .model import Snapshot, StoreError, StoreRef, version_of
 from .nanobot_git import Version
+from .nanobot_history import HISTORY, LEGACY_HISTORY
 
 log = logging.getLogger(__name__)
 
+MEMORY_KIND = "nanobot.memory"  # memory/MEMORY.md
+FILE_KIND = "nanobot.file"  # a bootstrap file or a skill
+HISTORY_KIND = nanobot_history.KIND
 MEMORY = "memory/MEMORY.md"
-HISTORY = "memory/history.jsonl"
-LEGACY_HISTORY = "memory/HISTORY.md"
-PREVIEW_CHARS = 600
 _BOOTSTRAP = {
     "USER.md": "user profile; injected into every turn unless it equals the template; Dream edits it",
     "SOUL.md": "personality and guardrails; injected into every turn; Dream edits it",
@@ -35,23 +33,6 @@ _BOOTSTRAP = {
     "HEARTBEAT.md": "task list for the heartbeat job; not injected",
 }
 _WORKSPACE_MARKS = ("memory", "AGENTS.md", "SOUL.md", "USER.md", ".nanobot")
-# A legacy entry starts with "[YYYY-MM-DD…]"; inside a [RAW] dump the message lines look alike.
-_ENTRY_START = re.compile(r"^\[\d{4}-\d{2}-\d{2}[^\]]*\]\s*")
-_TIMESTAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]\s*")
-_RAW_MESSAGE = re.compile(r"^\[\d{4}-\d{2}-\d{2}[^\]]*\]\s+[A-Z][A-Z0-9_]*(?:\s+\[tools:\s*[^\]]+\])?:")
-
-
-@dataclass(frozen=True)
-class HistoryItem:
-    """One history.jsonl entry, one HISTORY.md paragraph, or a line nanobot would skip."""
-
-    line: int  # 1-based line of history.jsonl, or paragraph number of HISTORY.md
-    cursor: int | None
-    timestamp: str | None  # as written: "YYYY-MM-DD HH:MM", naive local time
-    content: str  # for an unreadable line, a bounded preview of its raw text
-    session_key: str | None = None
-    readable: bool = True
-    problem: str = ""
 
 
 def find_workspace(root: Path) -> Path | None:
@@ -67,29 +48,27 @@ def discover(root: Path) -> list[StoreRef]:
     workspace = find_workspace(root)
     if workspace is None:
         return []
-    files = [(MEMORY, "nanobot.memory", "long-term facts; injected whole into every turn; Dream edits it")]
-    files += [
-        (name, "nanobot.file", role) for name, role in _BOOTSTRAP.items() if (workspace / name).is_file()
-    ]
+    files = [(MEMORY, MEMORY_KIND, "long-term facts; injected whole into every turn; Dream edits it")]
+    files += [(name, FILE_KIND, role) for name, role in _BOOTSTRAP.items() if (workspace / name).is_file()]
     for skill in sorted((workspace / "skills").glob("*/SKILL.md")):
         role = f"workspace skill {skill.parent.name!r}; Dream may edit it"
-        files.append((skill.relative_to(workspace).as_posix(), "nanobot.file", role))
+        files.append((skill.relative_to(workspace).as_posix(), FILE_KIND, role))
     git = nanobot_git.is_managed(workspace)
     refs = [_ref(workspace, rel, kind, _note(workspace, rel, role, git)) for rel, kind, role in files]
     log_rel = _history_file(workspace)
     if log_rel == HISTORY:
         note = "append-only journal, the input of Dream; read only here (nanobot appends to it)"
-        refs.append(_ref(workspace, log_rel, "nanobot.history", note, editable=False))
+        refs.append(_ref(workspace, log_rel, HISTORY_KIND, note, editable=False))
     elif log_rel == LEGACY_HISTORY:
         note = "legacy paragraphs (≤ v0.1.4); nanobot ≥ 0.1.5 moves them into history.jsonl on start"
-        refs.append(_ref(workspace, log_rel, "nanobot.history", note, editable=False))
+        refs.append(_ref(workspace, log_rel, HISTORY_KIND, note, editable=False))
     return refs
 
 
 def read(ref: StoreRef) -> Snapshot:
     data = read_bytes(ref.path)
     text = "" if data is None else data.decode("utf-8", errors="replace")
-    items = _items(ref, data or b"") if ref.kind == "nanobot.history" else []
+    items = nanobot_history.parse(ref, data or b"") if ref.kind == HISTORY_KIND else []
     return Snapshot(version_of(data), text, items)
 
 
@@ -102,45 +81,23 @@ def write(ref: StoreRef, text: str, expected_version: str, *, editor: str = "") 
     """
     if not ref.editable:
         raise StoreError(f"{ref.title} is read only here: nanobot appends to it while it runs")
-    current = read_bytes(ref.path)
-    data = _encode(text, current)
-    if current == data and version_of(current) == expected_version:
-        return expected_version
-    if current is None and ref.kind == "nanobot.memory":
-        ref.path.parent.mkdir(parents=True, exist_ok=True)
-    version = replace_if_unchanged(ref.path, data, expected_version)
-    workspace = _workspace(ref)
-    if ref.key in nanobot_git.TRACKED and nanobot_git.is_managed(workspace):
-        try:
-            nanobot_git.commit_file(workspace, ref.key, data, editor=editor)
-        except Exception:
-            # The file is already replaced; failing now would tell the editor nothing was saved.
-            log.warning("saved %s but could not commit it to %s/.git", ref.key, workspace, exc_info=True)
-    return version
-
-
-def history(ref: StoreRef, query: str | None = None) -> list[HistoryItem]:
-    """Entries newest first: the order nanobot wrote them in (cursor order), not their timestamps."""
-    items = _items(ref, read_bytes(ref.path) or b"")
-    if query:
-        needle = query.casefold()
-        items = [item for item in items if needle in item.content.casefold()]
-    return items
-
-
-def dream_progress(workspace: Path) -> dict[str, int | None]:
-    """`.cursor` (last cursor handed out), `.dream_cursor` (last one Dream consumed) and what is left."""
-    memory = workspace / "memory"
-    cursor, dream_cursor = _cursor_file(memory / ".cursor"), _cursor_file(memory / ".dream_cursor")
-    cursors = [i.cursor for i in _jsonl_items(read_bytes(memory / "history.jsonl") or b"") if i.readable]
-    done = dream_cursor or 0  # nanobot reads a missing or unreadable .dream_cursor as 0
-    return {
-        "cursor": cursor,
-        "dream_cursor": dream_cursor,
-        "entries": len(cursors),
-        "last_entry": max(cursors, default=None),
-        "pending": sum(1 for c in cursors if c > done),
-    }
+    if ref.kind == MEMORY_KIND and expected_version == version_of(None):
+        ref.path.parent.mkdir(parents=True, exist_ok=True)  # the lock file goes beside MEMORY.md
+    # The commit is made under the lock too, so commits land in the order the file was replaced.
+    with locks.hold(ref.path):
+        current = read_bytes(ref.path)
+        data = _encode(text, current)
+        if current == data and version_of(current) == expected_version:
+            return expected_version
+        version = replace_if_unchanged(ref.path, data, expected_version)
+        workspace = _workspace(ref)
+        if ref.key in nanobot_git.TRACKED and nanobot_git.is_managed(workspace):
+            try:
+                nanobot_git.commit_file(workspace, ref.key, data, editor=editor)
+            except Exception:
+                # The file is already replaced; failing now would tell the editor nothing was saved.
+                log.warning("saved %s but could not commit it to %s/.git", ref.key, workspace, exc_info=True)
+        return version
 
 
 def versions(ref: StoreRef, limit: int | None = None) -> list[Version]:
@@ -175,12 +132,6 @@ def diff_versions(ref: StoreRef, old_id: str, new_id: str | None = None) -> str:
         f"{ref.key}@{new_label}",
     )
     return "".join(lines)
-
-
-def _items(ref: StoreRef, data: bytes) -> list[HistoryItem]:
-    items = _legacy_items(data) if ref.path.name == "HISTORY.md" else _jsonl_items(data)
-    items.reverse()
-    return items
 
 
 def _ref(workspace: Path, rel: str, kind: str, note: str, editable: bool = True) -> StoreRef:
@@ -229,85 +180,3 @@ def _encode(text: str, current: bytes | None) -> bytes:
     elif text and not text.endswith("\n"):
         text += newline
     return text.encode("utf-8")
-
-
-def _cursor_file(path: Path) -> int | None:
-    try:
-        value = int(path.read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
-    return value if value >= 0 else None
-
-
-def _jsonl_items(data: bytes) -> list[HistoryItem]:
-    items = []
-    # Split on "\n" only: entry text may hold U+2028, which splitlines() would break on.
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            items.append(_jsonl_item(raw, number, cut=number == len(lines)))
-    return items
-
-
-def _jsonl_item(raw: bytes, number: int, cut: bool) -> HistoryItem:
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return _unreadable(raw, number, "invalid UTF-8")
-    except (ValueError, RecursionError):
-        problem = (
-            "malformed JSON: the file ends mid-entry (an append in progress?)" if cut else "malformed JSON"
-        )
-        return _unreadable(raw, number, problem)
-    if not isinstance(record, dict):
-        return _unreadable(raw, number, "not an entry: the line is not a JSON object")
-    cursor = record.get("cursor")
-    if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
-        return _unreadable(raw, number, "no valid cursor: nanobot skips this entry")
-    timestamp, content = record.get("timestamp"), record.get("content")
-    if not isinstance(timestamp, str) or not isinstance(content, str):
-        return _unreadable(raw, number, "timestamp or content is not text: nanobot skips this entry")
-    key = record.get("session_key")
-    return HistoryItem(number, cursor, timestamp, content, key if isinstance(key, str) else None)
-
-
-def _unreadable(raw: bytes, number: int, problem: str) -> HistoryItem:
-    text = raw.decode("utf-8", errors="replace")
-    preview = text[:PREVIEW_CHARS] + ("…" if len(text) > PREVIEW_CHARS else "")
-    return HistoryItem(number, None, None, preview, readable=False, problem=problem)
-
-
-def _legacy_items(data: bytes) -> list[HistoryItem]:
-    """HISTORY.md cut into entries the way nanobot's migration cuts it, so numbers match future cursors."""
-    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n").strip()
-    items = []
-    for number, chunk in enumerate(_legacy_chunks(text), start=1):
-        match = _TIMESTAMP.match(chunk)
-        if match and chunk[match.end() :].strip():
-            items.append(HistoryItem(number, None, match.group(1), chunk[match.end() :].lstrip()))
-        else:
-            items.append(HistoryItem(number, None, None, chunk))
-    return items
-
-
-def _legacy_chunks(text: str) -> list[str]:
-    chunks: list[list[str]] = []
-    after_blank = False
-    for line in text.split("\n") if text else []:
-        starts_entry = bool(_ENTRY_START.match(line)) and not (
-            chunks and _is_raw(chunks[-1]) and _RAW_MESSAGE.match(line)
-        )
-        if chunks and line.strip() and (after_blank or starts_entry):
-            chunks.append([line])
-        elif chunks:
-            chunks[-1].append(line)
-        else:
-            chunks.append([line])
-        after_blank = not line.strip()
-    return [joined for chunk in chunks if (joined := "\n".join(chunk).strip())]
-
-
-def _is_raw(lines: list[str]) -> bool:
-    first = next((line for line in lines if line.strip()), "")
-    match = _TIMESTAMP.match(first)
-    return bool(match) and first[match.end() :].lstrip().startswith("[RAW]")

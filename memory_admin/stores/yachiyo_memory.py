@@ -1,24 +1,23 @@
 """yachiyo's long-term memory.json: listed as its API lists it, edited by its own addEntry rules.
 
 Follows ../shared/formats/yachiyo.md (§A.2, §A.6, §A.7) and the gateway's LongTermMemoryStore. The
-file is rewritten whole as `JSON.stringify(store, null, 2)` does (see `stringify`), so rewriting an
+file is rewritten whole as `JSON.stringify(store, null, 2)` does (js_json.stringify), so rewriting an
 unchanged document gives the same bytes.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from uuid import uuid4
 
 from tapeview.sources import yachiyo as yachiyo_source
 
+from . import locks, nesting
 from .files import read_bytes, replace_if_unchanged
+from .js_json import stringify
 from .model import Snapshot, StaleEdit, StoreError, StoreRef, version_of
 
 KIND = "yachiyo.memory"
@@ -31,7 +30,6 @@ JS_WHITESPACE = (
     + "".join(map(chr, range(0x2000, 0x200B)))
     + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -100,8 +98,15 @@ def add_entry(
 ) -> tuple[MemoryEntry, str]:
     """memory_write's addEntry: a new entry at the end, or a merge into the one with the same content."""
     text, words = normalize_content(content), normalize_keywords(keywords)
-    doc = _load_for_write(ref, expected_version)
-    stamp, existing = js_iso(now), _same_content(doc, text)
+    with locks.hold(ref.path):
+        doc = _load_for_write(ref, expected_version)
+        entry = _add(doc, text, words, js_iso(now), metadata)
+        return _entry(entry), _write(ref, doc, expected_version)
+
+
+def _add(doc: dict, text: str, words: list[str], stamp: str, metadata: dict | None) -> dict:
+    """The entry addEntry makes, or merges into, in `doc` itself."""
+    existing = _same_content(doc, text)
     if existing is not None:
         # The gateway's assignments in its order: a key the entry lacks is appended where JS appends it.
         old = existing.get("keywords")
@@ -117,7 +122,7 @@ def add_entry(
         entry.update(source_trace_id=None, metadata=dict(metadata or {}), created_at=stamp, updated_at=stamp)
         doc["entries"].append(entry)
     doc["updated_at"] = stamp
-    return _entry(entry), _write(ref, doc, expected_version)
+    return entry
 
 
 def edit_entry(
@@ -131,23 +136,27 @@ def edit_entry(
 ) -> tuple[MemoryEntry, str]:
     """Replace an entry's content and keywords (same rules as an add); it keeps its id and created_at."""
     text, words = normalize_content(content), normalize_keywords(keywords)
-    doc = _load_for_write(ref, expected_version)
-    target = _find(doc, entry_id)
-    clash = _same_content(doc, text, besides=target)
-    if clash is not None:
-        raise StoreError(f"entry {clash.get('id')} already holds this content: yachiyo keeps one per content")
-    stamp = js_iso(now)
-    target.update(content=text, keywords=words, updated_at=stamp)
-    doc["updated_at"] = stamp
-    return _entry(target), _write(ref, doc, expected_version)
+    with locks.hold(ref.path):
+        doc = _load_for_write(ref, expected_version)
+        target = _find(doc, entry_id)
+        clash = _same_content(doc, text, besides=target)
+        if clash is not None:
+            raise StoreError(
+                f"entry {clash.get('id')} already holds this content: yachiyo keeps one per content"
+            )
+        stamp = js_iso(now)
+        target.update(content=text, keywords=words, updated_at=stamp)
+        doc["updated_at"] = stamp
+        return _entry(target), _write(ref, doc, expected_version)
 
 
 def delete_entry(ref: StoreRef, entry_id: str, expected_version: str, *, now: datetime | None = None) -> str:
-    doc = _load_for_write(ref, expected_version)
-    found = _find(doc, entry_id)
-    doc["entries"] = [e for e in doc["entries"] if e is not found]
-    doc["updated_at"] = js_iso(now or datetime.now(UTC))
-    return _write(ref, doc, expected_version)
+    with locks.hold(ref.path):
+        doc = _load_for_write(ref, expected_version)
+        found = _find(doc, entry_id)
+        doc["entries"] = [e for e in doc["entries"] if e is not found]
+        doc["updated_at"] = js_iso(now or datetime.now(UTC))
+        return _write(ref, doc, expected_version)
 
 
 def normalize_content(content: object) -> str:
@@ -200,8 +209,11 @@ def _js_text(value: object) -> str:
 
 def _parse(raw: bytes, *, for_display: bool = False) -> dict:
     """The document; for display with lone surrogates made U+FFFD, for a rewrite kept as they are."""
+    loads = yachiyo_source._loads if for_display else None
     try:
-        doc = yachiyo_source._loads(raw) if for_display else json.loads(raw.decode("utf-8"))
+        doc = nesting.parse(raw, STORE_FILE, loads)
+    except StoreError:
+        raise  # too deep: already worded
     except ValueError as exc:  # UnicodeDecodeError is a ValueError too
         raise StoreError(f"memory.json is not valid JSON ({exc}): yachiyo cannot read it either") from exc
     if not isinstance(doc, dict):
@@ -273,56 +285,3 @@ def _stale(raw: bytes | None) -> StaleEdit:
     except StoreError:
         text = (raw or b"").decode("utf-8", errors="replace")
     return StaleEdit(text, version_of(raw))
-
-
-def stringify(value: object, depth: int = 0) -> str:
-    """`JSON.stringify(value, null, 2)`: JS key order, JS number format, lone surrogates escaped."""
-    pad, inner = "\n" + "  " * depth, "\n" + "  " * (depth + 1)
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        keys = sorted((k for k in value if _is_index(k)), key=int) + [k for k in value if not _is_index(k)]
-        items = (f"{_js_string(k)}: {stringify(value[k], depth + 1)}" for k in keys)
-        return "{" + inner + ("," + inner).join(items) + pad + "}"
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        return "[" + inner + ("," + inner).join(stringify(v, depth + 1) for v in value) + pad + "]"
-    if isinstance(value, str):
-        return _js_string(value)
-    if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _js_number(value)
-    raise TypeError(f"cannot write {type(value).__name__} to memory.json")
-
-
-def _is_index(key: str) -> bool:
-    # JS lists integer-like keys (array indices) first, ascending, whatever the insertion order.
-    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < 2**32 - 1
-
-
-def _js_string(text: str) -> str:
-    out = json.dumps(text, ensure_ascii=False)  # the same escapes as JSON.stringify...
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)  # ...which escapes lone halves
-
-
-def _js_number(number: float) -> str:
-    """Number.prototype.toString: the shortest digits (as repr), laid out by ECMAScript's rules."""
-    if number != number or number in (float("inf"), float("-inf")):
-        return "null"
-    if number == 0:
-        return "0"
-    sign, parts = "-" * (number < 0), Decimal(repr(abs(number))).normalize().as_tuple()
-    digits = "".join(map(str, parts.digits))
-    k, n = len(digits), len(digits) + int(parts.exponent)
-    if k <= n <= 21:
-        return sign + digits + "0" * (n - k)
-    if 0 < n <= 21:
-        return sign + digits[:n] + "." + digits[n:]
-    if -6 < n <= 0:
-        return sign + "0." + "0" * -n + digits
-    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
-    return f"{sign}{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from memory_admin import service
+from memory_admin import catalog, versions
 from memory_admin.models import MemoryStore
 from memory_admin.stores.model import StoreError
 from tapeview.tapes.models import Tape
@@ -146,7 +146,7 @@ def refresh_memory_if_stale() -> None:
 
 def refresh_memory() -> None:
     """Bring the memory docs up to date with the stores' files: only the stores that changed are read."""
-    service.sync_stores()
+    catalog.sync_stores()
     marks = {m.store_id: m for m in IndexedStore.objects.all()}
     for store in MemoryStore.objects.all():
         mark = marks.get(store.pk)
@@ -154,7 +154,7 @@ def refresh_memory() -> None:
             continue
         seen = store.version
         try:
-            snap = service.snapshot(store)  # a version not seen before is indexed on the way
+            snap = versions.snapshot(store)  # a version not seen before is indexed on the way
         except (StoreError, OSError):
             continue  # caught mid-write or unreadable: the next search tries again
         if snap.version == "missing" or (mark is None and snap.version == seen):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.vary import vary_on_headers
 
 from memory_admin.models import MemoryStore
 from tapeview.tapes import discovery
@@ -17,6 +18,8 @@ PAGE_SIZE = 50
 TAPE_CHOICES = 300  # the most recently active tapes offered in the tape filter
 
 
+# htmx gets a partial at the same URL, and which one depends on its target: caches must keep each.
+@vary_on_headers("HX-Request", "HX-Target")
 def search(request: HttpRequest) -> HttpResponse:
     """Search every entry of every tape (or every memory store on the memory tab).
 

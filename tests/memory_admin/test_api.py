@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin import service
+from memory_admin import writes
 from memory_admin.models import MemoryStore
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.models import AuditEvent
@@ -53,7 +53,7 @@ def test_a_store_gives_its_content_and_version(reader, memory_sources) -> None:
 
 def test_a_zone_gives_its_long_term_text_and_notes_apart(reader, memory_sources) -> None:
     zone = store("bub.zone")
-    service.zone_write(zone, Actor("test"), "restore", "8", version=5)
+    writes.zone_write(zone, Actor("test"), "restore", "8", version=5)
     body = reader.get(f"/api/memory/{zone.key}").json()
     assert body["version"] == "9" and body["daily"]
     assert body["content"].startswith(body["long_term_text"])
@@ -165,7 +165,7 @@ def test_a_bad_edit_body_is_422(writer, memory_sources, body) -> None:
 
 def test_a_prune_dry_run_says_exactly_what_the_prune_removes(writer, memory_sources, idle) -> None:
     zone = store("bub.zone")
-    service.zone_write(zone, Actor("test"), "restore", "8", version=5)
+    writes.zone_write(zone, Actor("test"), "restore", "8", version=5)
     before = Path(zone.path).read_bytes()
     dry = writer.post(f"/api/memory/{zone.key}/prune", {"older_than_days": 30, "dry_run": True}).json()
     assert dry["dry_run"] is True and dry["removed"] and Path(zone.path).read_bytes() == before
@@ -180,7 +180,7 @@ def test_a_prune_dry_run_says_exactly_what_the_prune_removes(writer, memory_sour
 
 def test_a_stale_prune_is_409(writer, memory_sources, idle) -> None:
     zone = store("bub.zone")
-    service.zone_write(zone, Actor("test"), "restore", "8", version=5)
+    writes.zone_write(zone, Actor("test"), "restore", "8", version=5)
     r = writer.post(
         f"/api/memory/{zone.key}/prune", {"older_than_days": 30, "dry_run": False, "base_version": "8"}
     )

@@ -12,20 +12,17 @@ from pathlib import Path
 import pytest
 
 from memory_admin.stores import bub_zone_write
-from memory_admin.stores.bub_zone import current, read_zones
-from memory_admin.stores.bub_zone_write import (
-    add_daily,
-    clear,
+from memory_admin.stores.bub_zone import (
+    current,
     current_zone,
     cuts_context,
     memory_sidecar,
-    prune,
     prune_preview,
-    restore,
+    read_zones,
     where_zone_lives,
-    write_long_term,
     zone_text,
 )
+from memory_admin.stores.bub_zone_write import add_daily, clear, prune, restore, write_long_term
 from memory_admin.stores.model import StaleEdit, StoreError
 from tapeview.sources import bub_append
 from tapeview.sources.bub import scan
@@ -214,6 +211,12 @@ def test_a_tape_without_a_zone_expects_none_and_starts_at_version_1(tmp_path: Pa
 
 def test_a_busy_tape_gets_no_zone(tmp_path: Path) -> None:
     tape = sample(tmp_path, "session_realistic.jsonl")
+    # The agent is mid-turn: its last entry is a tool call whose result has not come yet.
+    call = {"id": 98, "kind": "tool_call", "payload": {"calls": []}, "meta": {}, "date": STAMP}
+    with open(tape, "a") as f:
+        f.write(json.dumps(call) + "\n")
+    then = time.time() - 60
+    os.utime(tape, (then, then))
     before = tape.read_bytes()
 
     with pytest.raises(TapeBusy):
@@ -284,9 +287,10 @@ def test_the_sidecar_is_created_once_and_the_live_tape_is_untouched(
     flags: list[int] = []
     real_open = os.open
 
-    def recording_open(path, flag, *args):
-        flags.append(flag)
-        return real_open(path, flag, *args)
+    def recording_open(path, flag, *args, **kwargs):
+        if Path(path) == sidecar:  # not our lock file beside it
+            flags.append(flag)
+        return real_open(path, flag, *args, **kwargs)
 
     monkeypatch.setattr(bub_append.os, "open", recording_open)
 

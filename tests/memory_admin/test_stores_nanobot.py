@@ -12,6 +12,7 @@ import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
 
+from memory_admin.stores import nanobot_history
 from memory_admin.stores import nanobot_memory as store
 from memory_admin.stores.model import StaleEdit, StoreError, version_of
 
@@ -217,7 +218,7 @@ def test_a_missing_memory_file_can_be_created(current: Path) -> None:
 
 
 def test_history_jsonl_is_newest_first_with_cursor_time_and_session(current: Path) -> None:
-    items = store.history(refs_by_key(current)["memory/history.jsonl"])
+    items = nanobot_history.history(refs_by_key(current)["memory/history.jsonl"])
     assert len(items) == 52
     assert [i.cursor for i in items] == list(range(52, 0, -1))
     newest = items[0]
@@ -229,10 +230,10 @@ def test_history_jsonl_is_newest_first_with_cursor_time_and_session(current: Pat
 
 def test_history_search_is_a_case_insensitive_substring_of_the_content(current: Path) -> None:
     ref = refs_by_key(current)["memory/history.jsonl"]
-    found = store.history(ref, "RESTIC")
+    found = nanobot_history.history(ref, "RESTIC")
     assert found and all("restic" in i.content.lower() for i in found)
     assert found[0].cursor == 52
-    assert store.history(ref, "no such words anywhere") == []
+    assert nanobot_history.history(ref, "no such words anywhere") == []
 
 
 def test_malformed_history_lines_become_unreadable_items_instead_of_raising(current: Path) -> None:
@@ -248,7 +249,7 @@ def test_malformed_history_lines_become_unreadable_items_instead_of_raising(curr
     with open(ref.path, "ab") as f:
         f.write(b"\n".join([*bad, good]) + b"\n\n" + b'{"cursor": 54, "timest')
 
-    items = store.history(ref)
+    items = nanobot_history.history(ref)
 
     assert items[0].readable is False and "ends mid-entry" in items[0].problem
     assert items[1].cursor == 53 and items[1].content == "line\u2028sep"
@@ -260,14 +261,14 @@ def test_malformed_history_lines_become_unreadable_items_instead_of_raising(curr
 
 def test_legacy_history_md_paragraphs_are_entries_newest_written_first(legacy: Path) -> None:
     ref = refs_by_key(legacy)["memory/HISTORY.md"]
-    items = store.history(ref)
+    items = nanobot_history.history(ref)
     assert len(items) == 30
     # HISTORY.md is in processing order: the /new archive dated 2026-03-07 was written last.
     assert (items[0].line, items[0].timestamp) == (30, "2026-03-07 22:05")
     assert items[0].content.startswith("Mara asked about: Please keep answers short")
     assert (items[-1].line, items[-1].timestamp) == (1, "2026-03-02 09:30")
     assert all(i.readable and i.cursor is None for i in items)
-    assert len(store.history(ref, "tokyo")) == 8
+    assert len(nanobot_history.history(ref, "tokyo")) == 8
 
 
 def test_a_legacy_raw_dump_stays_one_entry(legacy: Path) -> None:
@@ -279,7 +280,7 @@ def test_a_legacy_raw_dump_stays_one_entry(legacy: Path) -> None:
     )
     with open(ref.path, "a", encoding="utf-8") as f:
         f.write(raw)
-    newest = store.history(ref)[0]
+    newest = nanobot_history.history(ref)[0]
     assert newest.timestamp == "2026-03-30 10:00"
     assert newest.content == raw.split("] ", 1)[1].strip()
 
@@ -292,12 +293,12 @@ def test_reading_the_history_log_gives_its_raw_text_and_its_entries(current: Pat
 
 
 def test_dream_progress_matches_the_cursor_files(current: Path) -> None:
-    progress = store.dream_progress(current / "workspace")
+    progress = nanobot_history.dream_progress(current / "workspace")
     assert progress == {"cursor": 52, "dream_cursor": 50, "entries": 52, "last_entry": 52, "pending": 2}
 
 
 def test_dream_progress_without_a_dream_cursor_counts_everything_as_pending(legacy: Path) -> None:
-    progress = store.dream_progress(legacy)
+    progress = nanobot_history.dream_progress(legacy)
     assert progress == {"cursor": None, "dream_cursor": None, "entries": 0, "last_entry": None, "pending": 0}
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_admin.stores import files, yachiyo_memory
+from memory_admin.stores.js_json import stringify
 from memory_admin.stores.model import StaleEdit, StoreError, StoreRef, version_of
 from memory_admin.stores.yachiyo_memory import (
     add_entry,
@@ -22,7 +23,6 @@ from memory_admin.stores.yachiyo_memory import (
     js_iso,
     normalize_keywords,
     read,
-    stringify,
 )
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "yachiyo_memory"

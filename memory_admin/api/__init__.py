@@ -1,0 +1,158 @@
+"""The memory API: stores, their content and versions, diffs, long-term edits, prunes."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest
+from ninja import Query, Router, Status
+
+from tapeview.accounts.auth import writer
+from tapeview.tapes import discovery
+from tapeview.tapes.api.cursor import offset_page
+from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
+
+from .. import versions, writes
+from ..catalog import sync_stores
+from ..diff import unified
+from ..kinds import kind_of
+from ..models import MemoryStore
+from ..stores.model import Snapshot, StaleEdit
+from .schemas import (
+    ConflictOut,
+    DiffOut,
+    LongTermIn,
+    PruneIn,
+    PruneOut,
+    StoreDetailOut,
+    StoreFilters,
+    StorePageOut,
+    VersionPageOut,
+    conflict,
+)
+
+router = Router(tags=["memory"])
+
+
+def _store(key: str) -> MemoryStore:
+    stores = MemoryStore.objects.select_related("tape")
+    store = stores.filter(key=key).first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
+    if store is None:
+        raise Http404("no such memory store")
+    return store
+
+
+def _store_out(store: MemoryStore) -> dict:
+    fields = ("source", "kind", "title", "owner", "editable", "note", "changed_at", "version")
+    adapter = kind_of(store)
+    return {
+        "id": store.key,
+        "size_bytes": store.size,
+        "tape_id": store.tape.key if store.tape else None,
+        "long_term": adapter.takes_long_term(store),
+        "prune": adapter.prune,
+        **{f: getattr(store, f) for f in fields},
+    }
+
+
+def _detail(store: MemoryStore, snap: Snapshot) -> dict:
+    adapter = kind_of(store)
+    return {
+        **_store_out(store),
+        "content": snap.text,
+        "long_term_text": adapter.long_term_text(snap),
+        "daily": adapter.daily(snap),
+    }
+
+
+def _conflict(store: MemoryStore, sent: str) -> ConflictOut:
+    """About the long-term text, the part a long-term edit replaces (of a zone: not its notes)."""
+    snap = versions.snapshot(store)
+    return conflict(StaleEdit(kind_of(store).long_term_text(snap) or "", snap.version), sent)
+
+
+@router.get("", response=responses({200: StorePageOut}, 400))
+def list_stores(request: HttpRequest, filters: Query[StoreFilters]) -> dict:
+    """Every memory store of every source."""
+    discovery.sync_if_stale()
+    sync_stores()
+    stores = MemoryStore.objects.select_related("tape").order_by("source", "kind", "owner", "title", "key")
+    if filters.source:
+        stores = stores.filter(source=filters.source)
+    if filters.kind:
+        stores = stores.filter(kind__startswith=filters.kind)
+    page, next_cursor = offset_page(stores, filters.cursor, filters.limit)
+    return {"items": [_store_out(s) for s in page], "next_cursor": next_cursor}
+
+
+@router.get("/{store_id}", response=responses({200: StoreDetailOut}, 400, 404))
+def get_store(request: HttpRequest, store_id: str) -> dict:
+    """The store's current content and its `version`, which an edit must send back as `base_version`.
+
+    400 when the agent's file cannot be read (corrupt, or nested too deep).
+    """
+    store = _store(store_id)
+    return _detail(store, versions.snapshot(store))
+
+
+@router.get("/{store_id}/versions", response=responses({200: VersionPageOut}, 400, 404))
+def list_versions(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict:
+    """Every version the store can be compared at, newest first."""
+    store = _store(store_id)
+    versions.snapshot(store)  # the current version joins the list if it is new
+    items, next_cursor = offset_page(versions.versions(store), page.cursor, page.limit)
+    return {"items": items, "next_cursor": next_cursor}
+
+
+@router.get("/{store_id}/diff", response=responses({200: DiffOut}, 400, 404))
+def get_diff(
+    request: HttpRequest,
+    store_id: str,
+    frm: str | None = Query(None, alias="from", max_length=80, pattern=TEXT),
+    to: str | None = Query(None, max_length=80, pattern=TEXT),
+) -> dict:
+    """From `from` (default: the version before `to`) to `to` (default: the current version)."""
+    store = _store(store_id)
+    try:
+        pair = versions.diff_pair(store, frm, to)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    title = store.title
+    diff = unified(pair.old, pair.new, f"{title}@{pair.frm or 'empty'}", f"{title}@{pair.to}")
+    return {"from_version": pair.frm, "to_version": pair.to, "diff": diff}
+
+
+@router.put(
+    "/{store_id}/long-term",
+    response=responses({200: StoreDetailOut, 409: ConflictOut | BusyOut}, 400, 403, 404),
+)
+def update_long_term(request: HttpRequest, store_id: str, body: LongTermIn) -> Status:
+    """Replace the long-term text if the store is still at `base_version`, else 409 with a diff.
+
+    MEMORY.md and other text files are rewritten atomically; a Bub zone gets a new version appended.
+    """
+    actor = writer(request)
+    store = _store(store_id)
+    try:
+        snap = writes.replace_long_term(store, body.content, body.base_version, actor)
+    except StaleEdit:
+        return Status(409, _conflict(store, body.content))
+    return Status(200, _detail(store, snap))
+
+
+@router.post(
+    "/{store_id}/prune", response=responses({200: PruneOut, 409: ConflictOut | BusyOut}, 400, 403, 404)
+)
+def prune_store(request: HttpRequest, store_id: str, body: PruneIn) -> Status:
+    """Remove a Bub zone's notes older than `older_than_days`; a dry run says exactly which would go."""
+    actor = writer(request)
+    store = _store(store_id)
+    removed = kind_of(store).prune_preview(store, body.older_than_days)
+    snap = versions.snapshot(store)
+    if body.dry_run or not removed:
+        return Status(200, {"dry_run": body.dry_run, "removed": removed, "version": snap.version})
+    try:
+        after = writes.zone_write(
+            store, actor, "prune", body.base_version or snap.version, days=body.older_than_days
+        )
+    except StaleEdit as stale:
+        return Status(409, conflict(stale, stale.current_text))
+    return Status(200, {"dry_run": False, "removed": removed, "version": after.version})

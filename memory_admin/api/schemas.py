@@ -1,0 +1,106 @@
+"""The memory API's schemas: what goes in, and what comes out (the out schemas decide what leaks)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ninja import Field, Schema
+
+from tapeview.tapes.api.schemas import TEXT, PageIn
+
+from ..diff import unified
+from ..stores.model import StaleEdit
+
+MAX_CONTENT = 2_000_000  # characters of long-term memory: far beyond what an agent keeps
+BASE_VERSION = r"^[\w:.-]+$"
+
+
+class ConflictOut(Schema):
+    """409 stale: the store changed since `base_version`; nothing was written.
+
+    `diff` is a unified diff from the current content to the content sent: what the edit would
+    change if sent again with `base_version` = `current_version`.
+    """
+
+    detail: str
+    current_version: str
+    current_content: str
+    diff: str
+
+
+def conflict(stale: StaleEdit, sent: str) -> ConflictOut:
+    return ConflictOut(
+        detail="the store changed since base_version: nothing was written",
+        current_version=stale.current_version,
+        current_content=stale.current_text,
+        diff=unified(stale.current_text, sent, f"current@{stale.current_version}", "sent"),
+    )
+
+
+class StoreOut(Schema):
+    id: str = Field(description="opaque and URL-safe: the {store_id} of the store's other endpoints")
+    source: str
+    kind: str = Field(
+        description="bub.zone, nanobot.memory, nanobot.file, nanobot.history, yachiyo.memory, ..."
+    )
+    title: str
+    owner: str
+    editable: bool
+    note: str
+    size_bytes: int
+    changed_at: datetime | None
+    version: str = Field(description="the version last seen; GET the store for the current one")
+    tape_id: str | None = Field(description="the tape a Bub memory zone belongs to")
+    long_term: bool = Field(description="whether PUT .../long-term applies to this store")
+    prune: bool = Field(description="whether POST .../prune applies to this store")
+
+
+class StoreDetailOut(StoreOut):
+    content: str = Field(description="the whole store as text (for a Bub zone: long-term, then the notes)")
+    long_term_text: str | None = Field(description="what PUT .../long-term replaces, where it applies")
+    daily: dict[str, str] | None = Field(description="a Bub zone's notes by day")
+
+
+class VersionOut(Schema):
+    version: str
+    label: str
+
+
+class DiffOut(Schema):
+    from_version: str | None = Field(description="null: from nothing (the first version)")
+    to_version: str
+    diff: str = Field(description="a unified diff")
+
+
+class LongTermIn(Schema):
+    content: str = Field(max_length=MAX_CONTENT, pattern=TEXT)
+    base_version: str = Field(min_length=1, max_length=64, pattern=BASE_VERSION)
+
+
+class PruneIn(Schema):
+    older_than_days: int = Field(ge=0, le=36500)
+    dry_run: bool = True
+    base_version: str | None = Field(
+        None, max_length=64, pattern=BASE_VERSION, description="default: the version the dry run sees now"
+    )
+
+
+class PruneOut(Schema):
+    dry_run: bool
+    removed: list[str] = Field(description="the days whose notes go (or went)")
+    version: str = Field(description="the zone's version after the prune (now, for a dry run)")
+
+
+class StorePageOut(Schema):
+    items: list[StoreOut]
+    next_cursor: str | None
+
+
+class VersionPageOut(Schema):
+    items: list[VersionOut]
+    next_cursor: str | None
+
+
+class StoreFilters(PageIn):
+    source: str | None = Field(None, max_length=100, pattern=TEXT)
+    kind: str | None = Field(None, max_length=40, pattern=TEXT, description="a kind or its family: nanobot")

@@ -1,0 +1,82 @@
+"""The memory stores of the sources, found in their files and the tape index and kept as MemoryStore rows."""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+
+from tapeview.sources import SourceSpec
+from tapeview.tapes.discovery import configured_sources
+from tapeview.tapes.models import EntryRow, Tape
+
+from .models import MemoryStore
+from .stores import araliya_kv, bub_zone, nanobot_memory, yachiyo_memory
+from .stores.model import StoreError, StoreRef
+from .versions import snapshot
+
+# Which store modules find memory in a source of each kind (Bub zones come from the tape index).
+DISCOVERERS: dict[str, ModuleType] = {
+    "nanobot": nanobot_memory,
+    "yachiyo": yachiyo_memory,
+    "araliya": araliya_kv,
+}
+
+
+def store_key(source: str, kind: str, rel: str) -> str:
+    return hashlib.blake2b(f"{source}\0{kind}\0{rel}".encode(), digest_size=8).hexdigest()
+
+
+def sync_stores(specs: list[SourceSpec] | None = None) -> None:
+    """Bring the list of memory stores up to date with the sources and the tape index."""
+    specs = configured_sources() if specs is None else specs
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.kind == "bub":
+            refs = _zone_refs(spec.label)
+        elif spec.kind in DISCOVERERS:
+            refs = [(ref, None) for ref in DISCOVERERS[spec.kind].discover(spec.path)]
+        else:
+            refs = []
+        for ref, tape in refs:
+            seen.add(_upsert(spec.label, ref, tape).key)
+    MemoryStore.objects.exclude(key__in=seen).delete()
+
+
+def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:
+    """A store per tape whose memory zone is in the tape itself or in its memory sidecar."""
+    holders = Tape.objects.filter(
+        source=source, pk__in=EntryRow.objects.filter(kind="anchor", name="memory/seal").values("tape")
+    )
+    chosen: dict[int, tuple[Tape, Tape]] = {}
+    for holder in holders.select_related("owner").order_by("pk"):
+        tape = holder.owner if holder.role == "sidecar" and holder.owner else holder
+        # As zones.zones_of reads it: once the sidecar holds a zone, the sidecar is where it lives.
+        if tape.pk not in chosen or holder != tape:
+            chosen[tape.pk] = (tape, holder)
+    return [
+        (StoreRef(tape.rel, bub_zone.KIND, "memory zone", tape.label, Path(holder.path)), tape)
+        for tape, holder in chosen.values()
+    ]
+
+
+def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
+    key = store_key(source, ref.kind, ref.key)
+    store = MemoryStore.objects.filter(key=key).first() or MemoryStore(key=key, source=source, kind=ref.kind)
+    store.rel, store.path, store.title, store.owner = ref.key, str(ref.path), ref.title, ref.owner
+    store.editable, store.note, store.tape = ref.editable, ref.note, tape
+    seen = (store.size, store.changed_at)
+    try:
+        st = ref.path.stat()
+        store.size, store.changed_at = st.st_size, datetime.fromtimestamp(st.st_mtime, UTC)
+    except OSError:
+        store.size, store.changed_at = 0, None
+    store.save()
+    if store.changed_at and (store.size, store.changed_at) != seen:
+        # A new version on disk: keep it now, not only when someone opens the page.
+        # Unreadable now (corrupt, too deep, caught mid-write): listed all the same; its page says why.
+        with suppress(StoreError, OSError):
+            snapshot(store)
+    return store

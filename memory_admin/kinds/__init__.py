@@ -1,0 +1,51 @@
+"""One adapter per kind of memory store (read, versioned, written back, shown) and their registry."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from ..models import MemoryStore
+from ..stores.model import StoreError
+from .araliya import AraliyaKv
+from .base import StoreKind, VersionChoice
+from .bub import BubZone
+from .nanobot import NanobotHistory, NanobotText
+from .yachiyo import YachiyoMemory
+
+# MemoryStore.kind -> its adapter; each adapter names its kinds (`names`, the store modules' KIND).
+KINDS: dict[str, StoreKind] = {
+    name: adapter
+    for adapter in (BubZone(), NanobotText(), NanobotHistory(), YachiyoMemory(), AraliyaKv())
+    for name in adapter.names
+}
+K = TypeVar("K", bound=StoreKind)
+
+
+def kind_of(store: MemoryStore) -> StoreKind:
+    """The adapter of a store's kind; StoreError for a kind this version of Tapeview does not know."""
+    try:
+        return KINDS[store.kind]
+    except KeyError:
+        raise StoreError(f"Tapeview does not know {store.kind!r} stores") from None
+
+
+def require(store: MemoryStore, kind: type[K]) -> K:
+    """The store's adapter if it is of `kind`: an edit meant for another kind is refused, never tried."""
+    adapter = kind_of(store)
+    if not isinstance(adapter, kind):
+        raise StoreError(f"{store.title} is a {store.kind} store: this edit does not apply to it")
+    return adapter
+
+
+__all__ = [
+    "KINDS",
+    "AraliyaKv",
+    "BubZone",
+    "NanobotHistory",
+    "NanobotText",
+    "StoreKind",
+    "VersionChoice",
+    "YachiyoMemory",
+    "kind_of",
+    "require",
+]

@@ -1,0 +1,84 @@
+"""The adapter every kind of memory store has: its defaults are those of a store Tapeview only reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from django import forms
+
+from ..forms import EmptyForm
+from ..models import MemoryStore
+from ..stores.model import Snapshot, StoreError
+
+
+@dataclass(frozen=True)
+class VersionChoice:
+    """A version a store can be compared at or restored to, as the user sees it."""
+
+    version: str
+    label: str
+
+
+class StoreKind:
+    """The defaults: a store Tapeview only reads, whose versions are the revisions it has seen."""
+
+    names: ClassVar[tuple[str, ...]] = ()  # the MemoryStore.kind values this adapter serves
+    partial: ClassVar[str] = ""  # the template of the store page's part that shows the content
+    filters: ClassVar[type[forms.Form]] = EmptyForm  # validates that part's query string
+    edits_text: ClassVar[bool] = False  # the whole file is edited as text (the edit page)
+    long_term: ClassVar[bool] = False  # PUT .../long-term replaces its long-term text
+    prune: ClassVar[bool] = False  # its old notes can be pruned (POST .../prune)
+    lists_revisions: ClassVar[bool] = True  # the page lists Tapeview's revisions (a zone lists its own)
+    long_term_action: ClassVar[str] = "edit"  # the audit log's names for a long-term edit and a restore
+    restore_action: ClassVar[str] = "restore"
+
+    def read(self, store: MemoryStore) -> Snapshot:
+        raise NotImplementedError
+
+    def versions(self, store: MemoryStore) -> list[VersionChoice]:
+        """Every version the store can be compared at or restored to, newest first."""
+        return [
+            VersionChoice(r.version, f"{r.seen_at:%Y-%m-%d %H:%M:%S} · {r.origin} · {r.version[:8]}")
+            for r in store.revisions.all()
+        ]
+
+    def version_text(self, store: MemoryStore, version: str) -> str:
+        """The text of a version (LookupError if there is no such version)."""
+        rev = store.revisions.filter(version=version).first()
+        if rev is None:
+            raise LookupError(f"no version {version!r} of {store.title}")
+        return rev.text
+
+    def takes_text(self, store: MemoryStore) -> bool:
+        return self.edits_text and store.editable
+
+    def takes_long_term(self, store: MemoryStore) -> bool:
+        return self.long_term and store.editable
+
+    def restores(self, store: MemoryStore) -> bool:
+        return self.takes_long_term(store)
+
+    def long_term_text(self, snap: Snapshot) -> str | None:
+        """What a long-term edit replaces; None where there is none."""
+        return None
+
+    def daily(self, snap: Snapshot) -> dict[str, str] | None:
+        """Notes by day, where the store keeps them."""
+        return None
+
+    def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
+        """What the partial shows besides the snapshot; `filters` has been validated."""
+        return {}
+
+    def audit_detail(self, store: MemoryStore) -> dict:
+        return {}
+
+    def write_long_term(self, store: MemoryStore, text: str, base_version: str, editor: str) -> None:
+        raise StoreError(f"{store.kind} stores have no long-term text to replace")
+
+    def restore(self, store: MemoryStore, version: str, base_version: str, editor: str) -> None:
+        raise StoreError(f"{store.title} cannot be restored to an earlier version here")
+
+    def prune_preview(self, store: MemoryStore, days: int) -> list[str]:
+        raise StoreError("prune applies to Bub memory zones only")

@@ -1,0 +1,120 @@
+"""The adapter of a Bub memory zone: versions are the zones in the tape, each edit appends a new one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+
+from tapeview.tapes import discovery
+
+from .. import zones
+from ..forms import PRUNE_DAYS, PruneForm
+from ..models import MemoryStore
+from ..stores import bub_zone, bub_zone_write
+from ..stores.model import Snapshot, StaleEdit, StoreError
+from .base import StoreKind, VersionChoice
+
+
+class BubZone(StoreKind):
+    """A Bub memory zone: versions are the zones in the tape, each edit appends a new one."""
+
+    names = (bub_zone.KIND,)
+    partial = "memory_admin/_zone.html"
+    filters = PruneForm
+    long_term = True
+    prune = True
+    lists_revisions = False
+    long_term_action = "zone.long_term"
+    restore_action = "zone.restore"
+
+    def read(self, store: MemoryStore) -> Snapshot:
+        return zones.snapshot(zones.zones_of(store.tape))
+
+    def versions(self, store: MemoryStore) -> list[VersionChoice]:
+        found = zones.zones_of(store.tape)
+        return [VersionChoice(str(z.version), f"v{z.version}") for z in reversed(found["zones"])]
+
+    def version_text(self, store: MemoryStore, version: str) -> str:
+        zone = next((z for z in zones.zones_of(store.tape)["zones"] if str(z.version) == version), None)
+        if zone is None:
+            raise LookupError(f"no version {version!r} of this memory zone")
+        return bub_zone.zone_text(zone)
+
+    def long_term_text(self, snap: Snapshot) -> str:
+        zone = bub_zone.current(snap.items)
+        return zone.long_term if zone else ""
+
+    def daily(self, snap: Snapshot) -> dict[str, str]:
+        zone = bub_zone.current(snap.items)
+        return dict(zone.daily) if zone else {}
+
+    def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
+        found = zones.zones_of(store.tape)
+        days = filters.cleaned_data.get("days")  # None when absent or invalid: no preview
+        return {
+            **found,
+            "cuts_context": bub_zone.cuts_context(Path(store.path)),
+            "prune_days": PRUNE_DAYS if days is None else days,
+            "prune_preview": None if days is None else bub_zone.prune_preview(found["current"], days),
+        }
+
+    def audit_detail(self, store: MemoryStore) -> dict:
+        return {"target": Path(store.path).name}
+
+    def write_long_term(self, store: MemoryStore, text: str, base_version: str, editor: str) -> None:
+        self.apply(store, "long_term", base_version, text=text)
+
+    def restore(self, store: MemoryStore, version: str, base_version: str, editor: str) -> None:
+        if not (version.isascii() and version.isdigit()):
+            raise LookupError(f"no version {version!r} of this memory zone")
+        self.apply(store, "restore", base_version, version=int(version))
+
+    def prune_preview(self, store: MemoryStore, days: int) -> list[str]:
+        return bub_zone.prune_preview(zones.zones_of(store.tape)["current"], days)
+
+    def apply(self, store: MemoryStore, action: str, base_version: str, **params) -> None:
+        """One zone edit (long_term, daily, prune, clear, restore) by the guest-write rules, then indexed."""
+        target, quiet = Path(store.path), {"quiet_seconds": settings.TAPEVIEW_QUIET_SECONDS}
+        expected = self._expected(store, base_version)
+        operations: dict[str, Callable[[], object]] = {
+            "long_term": lambda: bub_zone_write.write_long_term(target, params["text"], expected, **quiet),
+            "daily": lambda: bub_zone_write.add_daily(target, params["text"], expected, **quiet),
+            "prune": lambda: bub_zone_write.prune(target, params["days"], expected, **quiet),
+            "clear": lambda: bub_zone_write.clear(target, expected, **quiet),
+            "restore": lambda: bub_zone_write.restore(target, params["version"], expected, **quiet),
+        }
+        operations[action]()
+        zones.refresh(store.tape)
+
+    def move(self, store: MemoryStore, base_version: str) -> None:
+        """Keep the zone in `<tape>__sidecar__memory.jsonl` from now on: the agent never reads it there,
+        so later memory writes no longer cut the agent's context (formats/bub.md §8)."""
+        target = bub_zone.memory_sidecar(Path(store.tape.path))
+        if target == Path(store.path):
+            raise StoreError("the zone is in its memory sidecar already")
+        current = zones.zones_of(store.tape)["current"]
+        if base_version != (str(current.version) if current else "missing"):
+            raise StaleEdit(bub_zone.zone_text(current), str(current.version) if current else "missing")
+        if current is None:
+            raise StoreError("there is no memory zone to move")
+        existing = bub_zone.current_zone(target)
+        bub_zone_write.copy_zone(
+            current,
+            target,
+            existing.version if existing else None,
+            quiet_seconds=settings.TAPEVIEW_QUIET_SECONDS,
+        )
+        discovery.sync()  # the new sidecar joins the index as the tape's attachment
+
+    def _expected(self, store: MemoryStore, base_version: str) -> int | None:
+        """A zone's versions are numbers: any other base is stale (a conflict), never a crash."""
+        if base_version in ("missing", "none", ""):
+            return None
+        # isascii: "²".isdigit() is True, and int() refuses it.
+        if base_version.isascii() and base_version.isdigit() and len(base_version) < 18:
+            return int(base_version)
+        snap = self.read(store)
+        raise StaleEdit(snap.text, snap.version)

@@ -1,0 +1,72 @@
+"""A store's versions: what it holds now, every version kept or listed, and the two a diff compares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from .kinds import VersionChoice, kind_of
+from .models import MemoryStore, Revision
+from .signals import store_changed
+from .stores.model import Snapshot
+
+
+@dataclass(frozen=True)
+class DiffPair:
+    """The two versions a diff compares, and their texts (`frm` None: from nothing)."""
+
+    frm: str | None
+    to: str
+    old: str
+    new: str
+
+
+def snapshot(store: MemoryStore, origin: str = "seen") -> Snapshot:
+    """The store's content now; a version not seen before is kept as a revision (StoreError if unreadable)."""
+    snap = kind_of(store).read(store)
+    remember(store, snap.version, snap.text, origin, snap)
+    return snap
+
+
+def remember(store: MemoryStore, version: str, text: str, origin: str, snap: Snapshot | None = None) -> None:
+    if version == "missing":
+        return
+    if store.version != version:
+        store.version = version
+        store.save(update_fields=["version"])
+        store_changed.send(sender=MemoryStore, store=store, snapshot=snap or Snapshot(version, text))
+    try:
+        with transaction.atomic():
+            Revision.objects.create(store=store, version=version, text=text, origin=origin)
+    except IntegrityError:
+        pass  # this version is kept already
+
+
+def versions(store: MemoryStore) -> list[VersionChoice]:
+    """Every version the store can be compared at or restored to, newest first."""
+    return kind_of(store).versions(store)
+
+
+def version_text(store: MemoryStore, version: str) -> str:
+    """The text of a version (LookupError if there is no such version)."""
+    return kind_of(store).version_text(store, version)
+
+
+def previous_version(store: MemoryStore, version: str) -> str | None:
+    choices = [v.version for v in versions(store)]
+    if version in choices and choices.index(version) + 1 < len(choices):
+        return choices[choices.index(version) + 1]
+    return None
+
+
+def diff_pair(store: MemoryStore, frm: str | None = None, to: str | None = None) -> DiffPair:
+    """`frm` to `to`: `to` defaults to the current version, `frm` to the version before `to`.
+
+    LookupError for a version the store does not have; the diff page and the diff API both ask here.
+    """
+    to = to or snapshot(store).version
+    new = version_text(store, to)
+    frm = frm or previous_version(store, to)
+    old = version_text(store, frm) if frm else ""
+    return DiffPair(frm, to, old, new)
