@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tapeview.sources import ContextMessage, reader
+from tapeview.sources import ContextMessage, Entry, reader
 
+from .lookup import MAX_POS
 from .models import Anchor, EntryRow, Tape
 from .timeline import read_rows
 
@@ -30,11 +31,22 @@ def find_anchor(tape: Tape, ref: str | None) -> Anchor | None:
     anchors = Anchor.objects.filter(tape=tape)
     if not ref:
         return anchors.order_by("-pos").first()
-    found = anchors.filter(pos=int(ref)).first() if ref.isascii() and ref.isdigit() else None
+    pos = _position(ref)
+    found = anchors.filter(pos=pos).first() if pos is not None else None
     found = found or anchors.filter(name=ref).order_by("-pos").first()
     if found is None:
         raise AnchorNotFound(f"no anchor {ref!r} on this tape")
     return found
+
+
+def _position(ref: str) -> int | None:
+    """The position `ref` names, if it is one a tape can have."""
+    # ASCII digits only: "²" is a digit to str.isdigit() but not to int(). A number too long for
+    # a position is a name (that no anchor has), never a query the database refuses.
+    if not (ref.isascii() and ref.isdigit() and len(ref) <= len(str(MAX_POS))):
+        return None
+    pos = int(ref)
+    return pos if 1 <= pos <= MAX_POS else None
 
 
 def preview(tape: Tape, ref: str | None = None) -> ContextPreview:
@@ -45,7 +57,23 @@ def preview(tape: Tape, ref: str | None = None) -> ContextPreview:
         # Strictly after the anchor: the anchor itself is not context (formats/bub.md §2.3).
         rows = rows.filter(pos__gt=anchor.pos)
     entries = read_rows(tape, list(rows))
-    messages = source.context_messages(entries)
+    # An entry too big to parse for display is still context: it stands in as its size, in place.
+    big = [e for e in entries if e.truncated]
+    messages = source.context_messages([e for e in entries if not e.truncated])
+    if big:
+        messages = sorted([*messages, *map(_stand_in, big)], key=lambda m: m.source_pos)
     used = {m.source_pos for m in messages}
     dropped = sum(1 for e in entries if e.pos not in used)
     return ContextPreview(anchor, messages, dropped)
+
+
+def _stand_in(entry: Entry) -> ContextMessage:
+    role = (
+        entry.name
+        if entry.kind == "message" and entry.name
+        else "tool"
+        if entry.kind == "tool_result"
+        else "assistant"
+    )
+    text = f"[{entry.length:,} bytes: too big to show here; open entry {entry.pos} or its raw line]"
+    return ContextMessage(role, text, entry.pos)

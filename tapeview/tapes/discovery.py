@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from tapeview.sources import SourceSpec, TapeFile, parse_sources, reader
+from tapeview.sources import SourceSpec, TapeFile, parse_sources, paths, reader
+from tapeview.sources.paths import Refusal
 
 from .index import Progress, refresh
 from .models import Tape
@@ -41,13 +43,17 @@ class SyncReport:
 
 
 def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = None) -> SyncReport:
-    """Discover every tape of the sources, drop the gone ones, index what changed."""
+    """Discover every tape of the sources, drop the gone ones, index what changed.
+
+    A tape that another request or process is indexing is left to it (see index.refresh).
+    """
     report = SyncReport()
     specs = list(configured_sources() if specs is None else specs)
     for spec in specs:
-        files = reader(spec.kind).discover(spec.path)
+        files, refused = source_files(spec)
         if not spec.path.exists():
             report.problems.append(f"{spec.label}: {spec.path} does not exist")
+        report.problems += [f"{spec.label}: {r}" for r in refused]
         tapes = _upsert(spec, files)
         report.removed += _remove_gone(spec.label, {f.key for f in files})
         for tape in tapes:
@@ -58,12 +64,17 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
     return report
 
 
+def source_files(spec: SourceSpec) -> tuple[list[TapeFile], list[Refusal]]:
+    """The files of a source that may be read, and the refusals of the path policy."""
+    return paths.admit(spec.path, reader(spec.kind).discover(spec.path))
+
+
 def pending_bytes(specs: Iterable[SourceSpec]) -> int:
     """How many bytes an index run would read (for a progress bar)."""
     total = 0
     known = {(t.source, t.rel): t for t in Tape.objects.all()}
     for spec in specs:
-        for f in reader(spec.kind).discover(spec.path):
+        for f in source_files(spec)[0]:
             try:
                 size = f.path.stat().st_size
             except OSError:
@@ -74,39 +85,67 @@ def pending_bytes(specs: Iterable[SourceSpec]) -> int:
 
 
 _last_sync = 0.0
+_syncing = threading.Lock()
 
 
 def sync_if_stale() -> None:
-    """A page's cheap refresh: at most once per TAPEVIEW_REFRESH_SECONDS."""
+    """A page's cheap refresh: at most once per TAPEVIEW_REFRESH_SECONDS, and never waiting."""
     global _last_sync
     now = time.monotonic()
-    if now - _last_sync >= settings.TAPEVIEW_REFRESH_SECONDS:
+    if now - _last_sync < settings.TAPEVIEW_REFRESH_SECONDS:
+        return
+    # A thread of this process is syncing already: this page shows what is indexed (principle 8).
+    # Other processes may sync at once; their writes are safe together (get_or_create, leases).
+    if not _syncing.acquire(blocking=False):
+        return
+    try:
         _last_sync = now
         sync()
+    finally:
+        _syncing.release()
 
 
 def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
     existing = {t.rel: t for t in Tape.objects.filter(source=spec.label)}
     tapes = {}
     for f in files:
-        tape = existing.get(f.key) or Tape(
-            key=tape_key(spec.label, f.key), source=spec.label, rel=f.key, label=f.label or f.name
-        )
-        seen = (spec.kind, str(f.path), f.name, f.role, f.note, f.append_only)
-        changed = (tape.kind, tape.path, tape.name, tape.role, tape.note, tape.append_only) != seen
-        tape.kind, tape.path, tape.name, tape.role, tape.note, tape.append_only = seen
+        # What discovery owns of a tape's row (with label and owner); the indexer owns the rest.
+        seen = {
+            "kind": spec.kind,
+            "path": str(f.path),
+            "name": f.name,
+            "role": f.role,
+            "note": f.note,
+            "append_only": f.append_only,
+        }
+        tape = existing.get(f.key)
+        if tape is None:
+            # Another request may be adding the same file right now: whichever row wins is the tape.
+            tape, _ = Tape.objects.get_or_create(
+                source=spec.label,
+                rel=f.key,
+                defaults={"key": tape_key(spec.label, f.key), "label": f.label or f.name, **seen},
+            )
+        changed = {name: value for name, value in seen.items() if getattr(tape, name) != value}
         if f.label and tape.label != f.label:
-            tape.label, changed = f.label, True
-        if tape.pk is None or changed:
-            tape.save()
+            changed["label"] = f.label
+        if changed:
+            _update(tape, **changed)
         tapes[f.key] = tape
     for f in files:
         owner = tapes.get(f.owner) if f.owner else None
         tape = tapes[f.key]
         if tape.owner_id != (owner.pk if owner else None):
-            tape.owner = owner
-            tape.save(update_fields=["owner"])
+            _update(tape, owner=owner)
     return list(tapes.values())
+
+
+def _update(tape: Tape, **fields: object) -> None:
+    """Write only what discovery owns: an indexer may be saving newer progress to the row meanwhile."""
+    for name, value in fields.items():
+        setattr(tape, name, value)
+    # An UPDATE, not save(): the row may be gone already (another sync found the file gone).
+    Tape.objects.filter(pk=tape.pk).update(**fields)
 
 
 def _remove_gone(source: str, keys: set[str]) -> int:

@@ -76,6 +76,18 @@ class TimelineForm(forms.Form):
         return {}
 
 
+class ContextForm(forms.Form):
+    # As the API's ?anchor=: unstripped, at most an anchor name's length (NUL is refused by CharField).
+    anchor = forms.CharField(required=False, max_length=300, strip=False)
+
+    def anchor_ref(self) -> str | None:
+        """The anchor asked for (a position or a name), or None for the last one."""
+        return self.cleaned_data.get("anchor") or None
+
+
 class HandoffForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="e.g. phase/review-done")
     summary = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), max_length=20000)
+    confirm_stopped = forms.BooleanField(
+        required=False, label="The agent has stopped: write the handoff although its turn never ended"
+    )

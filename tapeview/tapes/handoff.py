@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import fcntl
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
-from tapeview.sources import bub_append
+from tapeview.sources import AppendState, bub_append
 
 from . import index
 from .models import Tape
 
 MAX_NAME = 200
+INDEX_WAIT = 2.0  # seconds
+
+log = logging.getLogger(__name__)
 
 
 class HandoffRefused(ValueError):
@@ -34,30 +42,78 @@ def refusal(tape: Tape) -> str:
     return ""
 
 
-def idle_state(tape: Tape) -> tuple[bool, str]:
-    """Whether the agent is between turns (a handoff may be written now), and why not."""
-    return bub_append.idle_state(Path(tape.path), quiet_seconds=settings.TAPEVIEW_QUIET_SECONDS)
+def append_state(tape: Tape) -> AppendState:
+    """Whether the agent is between turns (a handoff may be written now), mid-turn, or looks stopped."""
+    return bub_append.append_state(Path(tape.path), **_timing())
 
 
-def write(tape: Tape, name: str, actor: Actor, *, summary: str = "", state: dict | None = None) -> list[dict]:
-    """Append the anchor + handoff event in one write while the tape is idle (TapeBusy otherwise)."""
+def _timing() -> dict:
+    return {
+        "quiet_seconds": settings.TAPEVIEW_QUIET_SECONDS,
+        "stopped_seconds": settings.TAPEVIEW_STOPPED_SECONDS,
+    }
+
+
+@contextmanager
+def _one_writer(tape: Tape) -> Iterator[None]:
+    """Tapeview's own writers to one tape take turns (the agent is kept out by the idle rule)."""
+    locks = settings.HOME / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"tape-{tape.key}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def write(
+    tape: Tape,
+    name: str,
+    actor: Actor,
+    *,
+    summary: str = "",
+    state: dict | None = None,
+    confirm_stopped: bool = False,
+) -> list[dict]:
+    """Append the anchor + handoff event in one write while the tape is idle (TapeBusy otherwise).
+
+    A tape whose agent looks stopped mid-turn raises AgentStopped, unless the operator confirmed
+    the handoff (`confirm_stopped`): then it is written, and the audit row says it was confirmed.
+    """
     why = refusal(tape)
     if why:
         raise HandoffRefused(why)
     name = (name or "").strip()
     if not name or len(name) > MAX_NAME or "\n" in name:
         raise HandoffRefused(f"a handoff needs a name of 1 to {MAX_NAME} characters on one line")
-    full_state = {"owner": actor.name, **({"summary": summary} if summary else {}), **(state or {})}
-    written = bub_append.handoff(
-        Path(tape.path), name, full_state, quiet_seconds=settings.TAPEVIEW_QUIET_SECONDS
-    )
-    index.refresh(tape)
-    record(
-        actor,
-        "handoff",
-        subject=f"tape:{tape.key}",
-        target=f"{tape.source}: {tape.label}",
-        after=str(written[-1]["id"]),
-        detail={"tape": tape.key, "name": name, "ids": [e["id"] for e in written], "state": full_state},
-    )
+    # Who wrote it is not the caller's to say: the owner comes last, over any given in `state`.
+    full_state = {**({"summary": summary} if summary else {}), **(state or {}), "owner": actor.name}
+    with _one_writer(tape):
+        written = bub_append.handoff(
+            Path(tape.path), name, full_state, allow_stopped=confirm_stopped, **_timing()
+        )
+    # From here on the handoff is on the tape: nothing may report it as not written, or a client
+    # that retries writes a second anchor. So the audit row comes first, and nothing raises after.
+    detail = {"tape": tape.key, "name": name, "ids": [e["id"] for e in written], "state": full_state}
+    if confirm_stopped:
+        detail["confirmed_stopped"] = True
+    try:
+        record(
+            actor,
+            "handoff",
+            subject=f"tape:{tape.key}",
+            target=f"{tape.source}: {tape.label}",
+            after=str(written[-1]["id"]),
+            detail=detail,
+        )
+    except DatabaseError:
+        # The database failed just now: the log keeps what the row would have said.
+        log.exception("handoff written to %s by %s; its audit row failed: %s", tape.path, actor.name, detail)
+    try:
+        # Wait a little for an indexer busy with this tape, so the answer can show the new entries;
+        # if they are not indexed yet, the next request indexes them.
+        index.refresh(tape, wait=INDEX_WAIT)
+    except Exception:
+        log.exception("handoff written to %s; indexing it is left to the next request", tape.path)
     return written

@@ -10,7 +10,7 @@ from django.db.models import Count, Max, Q, Sum
 
 from tapeview.sources import SourceSpec
 
-from .discovery import configured_sources
+from .discovery import configured_sources, source_files, sync_if_stale
 from .models import Tape
 
 
@@ -31,6 +31,8 @@ class SourceHealth:
 
 
 def source_health() -> list[SourceHealth]:
+    """Each configured source as it is now (tapes found since the last look are counted)."""
+    sync_if_stale()
     out = []
     for spec in configured_sources():
         found = spec.path.exists()
@@ -46,6 +48,8 @@ def source_health() -> list[SourceHealth]:
             health.problems.append(f"{spec.path} cannot be read by this process")
         elif not health.tapes:
             health.problems.append(f"no {spec.kind} tapes found here")
+        if found:
+            health.problems += [str(r) for r in source_files(spec)[1]]
         troubled = Tape.objects.filter(source=spec.label).filter(~Q(problem="") | Q(unreadable__gt=0))
         for tape in troubled.order_by("label")[:20]:
             what = tape.problem or f"{tape.unreadable} unreadable line(s)"

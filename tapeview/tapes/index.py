@@ -1,16 +1,18 @@
-"""Bring one tape's index up to date from its file: incremental by byte offset."""
+"""Bring one tape's index up to date from its file: incremental by byte offset, one indexer at a time."""
 
 from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from contextlib import suppress
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Field, Q
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
@@ -37,46 +39,138 @@ LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
 STATE_PREVIEW = 300
+# Renewed with every batch written, so only a crashed (or stalled) indexer lets it run out.
+LEASE = timedelta(seconds=30)
+LEASE_POLL = 0.05
+# What discovery writes (what a file is, see discovery._upsert); the indexer writes the rest (what
+# is in it), so neither writer puts back an older value of a field the other one owns. Both may
+# set the label: discovery's (from the source) wins at its next sync.
+DISCOVERED = frozenset(
+    {"id", "key", "source", "kind", "rel", "path", "name", "role", "owner", "note", "append_only"}
+)
+LEASE_FIELDS = frozenset({"indexer", "indexing_until"})
 Progress = Callable[[int], None]
 
 
-def refresh(tape: Tape, progress: Progress | None = None) -> bool:
-    """Index what changed in a tape's file since last time; True if anything was read."""
+class LeaseLost(Exception):
+    """This indexer no longer owns the tape: its lease ran out and another took over, or the tape left."""
+
+
+def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) -> bool:
+    """Index what changed in a tape's file since last time; True if anything was read.
+
+    Index writes for a tape have one owner at a time (a lease in its row). A tape that another
+    request or process is indexing is left to it: this returns False at once (or after `wait`
+    seconds of asking again), and `tape` shows what is indexed so far.
+    """
+    st = _stat(tape.path)
+    if st is None and tape.problem == "file missing":
+        return False
+    if st is not None and tape.indexed_at and _identity(st) == _indexed_identity(tape):
+        return False
+    lease = _take(tape)
+    deadline = time.monotonic() + wait
+    while lease is None and time.monotonic() < deadline:
+        time.sleep(LEASE_POLL)
+        lease = _take(tape)
+    if lease is None:
+        return False
     try:
-        st = os.stat(tape.path)
-    except OSError:
+        # The previous owner may have indexed past what this request loaded: go on from its offset.
+        tape.refresh_from_db()
+        return _refresh_owned(tape, lease, progress)
+    except (LeaseLost, Tape.DoesNotExist):
+        with suppress(Tape.DoesNotExist):
+            tape.refresh_from_db()  # forget the batches that were not ours to write
+        return False
+    finally:
+        _release(tape, lease)
+
+
+def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
+    st = _stat(tape.path)
+    if st is None:
         if tape.problem != "file missing":
             tape.problem = "file missing"
-            tape.save(update_fields=["problem"])
+            _save(tape, lease)
         return False
-    identity = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
-    if tape.indexed_at and identity == (tape.inode, tape.device, tape.size, tape.mtime_ns):
+    if tape.indexed_at and _identity(st) == _indexed_identity(tape):
         return False
     try:
         if tape.append_only:
-            _read_appended(tape, st, progress)
+            _read_appended(tape, st, lease, progress)
         else:
-            _reread(tape, st, progress)
+            _reread(tape, st, lease, progress)
     except TapeNotFound:
         tape.problem = "file missing"
     tape.indexed_at = timezone.now()
-    tape.save()
+    _save(tape, lease)
     return True
 
 
-def _read_appended(tape: Tape, st: os.stat_result, progress: Progress | None) -> None:
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns
+
+
+def _indexed_identity(tape: Tape) -> tuple[int | None, int | None, int, int]:
+    return tape.inode, tape.device, tape.size, tape.mtime_ns
+
+
+def _take(tape: Tape) -> str | None:
+    """Take the tape's lease if nobody holds it (or the holder's ran out): its token, or None."""
+    now = timezone.now()
+    # A plain read first: on PostgreSQL the UPDATE below would wait for the row lock that the
+    # owner's batch transaction holds, and pages must not wait for another request's indexing.
+    if Tape.objects.filter(pk=tape.pk, indexing_until__gte=now).exists():
+        return None
+    token = uuid.uuid4().hex
+    free = Q(indexing_until__isnull=True) | Q(indexing_until__lt=now)
+    # One conditional UPDATE is atomic on both engines: its row count says who won.
+    taken = Tape.objects.filter(free, pk=tape.pk).update(indexer=token, indexing_until=now + LEASE)
+    return token if taken else None
+
+
+def _indexer_fields() -> list[Field]:
+    return [f for f in Tape._meta.concrete_fields if f.name not in DISCOVERED and f.name not in LEASE_FIELDS]
+
+
+def _save(tape: Tape, lease: str) -> None:
+    """Write the indexer's fields of the tape and renew the lease, if the lease is still ours."""
+    values = {f.attname: getattr(tape, f.attname) for f in _indexer_fields()}
+    # In a batch's transaction this UPDATE comes first: it locks the row until the batch commits,
+    # so nobody can take the tape over halfway through a batch.
+    saved = Tape.objects.filter(pk=tape.pk, indexer=lease).update(
+        indexing_until=timezone.now() + LEASE, **values
+    )
+    if not saved:
+        raise LeaseLost(tape.key)
+
+
+def _release(tape: Tape, lease: str) -> None:
+    Tape.objects.filter(pk=tape.pk, indexer=lease).update(indexer="", indexing_until=None)
+    tape.indexer, tape.indexing_until = "", None
+
+
+def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:
     # Bub's own rule: a new inode or a shrink means the tape was reset or replaced.
     replaced = (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device)) or (
         st.st_size < tape.indexed_offset
     )
     if replaced:
-        _reset(tape)
+        _reset(tape, lease)
     _set_identity(tape, st)
     entries = reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    _index_entries(tape, entries, progress)
+    _index_entries(tape, entries, lease, progress)
 
 
-def _reread(tape: Tape, st: os.stat_result, progress: Progress | None) -> None:
+def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:
     """A file the agent rewrites wholesale: read it all again, but never trade a good read for a torn one."""
     source = reader(tape.kind)
     for attempt in range(REREAD_TRIES):
@@ -91,9 +185,9 @@ def _reread(tape: Tape, st: os.stat_result, progress: Progress | None) -> None:
     if bad is not None and tape.entries and not tape.unreadable:
         tape.problem = f"the file reads as damaged ({bad.problem}); showing the last good read"
         return
-    _reset(tape)
+    _reset(tape, lease)
     _set_identity(tape, st)
-    _index_entries(tape, entries, progress)
+    _index_entries(tape, entries, lease, progress)
 
 
 def _set_identity(tape: Tape, st: os.stat_result) -> None:
@@ -106,34 +200,20 @@ def _set_identity(tape: Tape, st: os.stat_result) -> None:
     )
 
 
-def _reset(tape: Tape) -> None:
+def _reset(tape: Tape, lease: str) -> None:
     """Forget a tape's entries and statistics; its identity in the index (key, label) stays."""
-    keep = {
-        "id",
-        "key",
-        "source",
-        "kind",
-        "rel",
-        "path",
-        "name",
-        "label",
-        "role",
-        "owner",
-        "note",
-        "append_only",
-    }
     fresh = Tape()
+    for f in _indexer_fields():
+        if f.name != "label":  # the session's label outlives a reset, as Bub's session does
+            setattr(tape, f.attname, getattr(fresh, f.attname))
     with transaction.atomic():
+        _save(tape, lease)
         EntryRow.objects.filter(tape=tape).delete()
         signals.tape_reset.send(sender=Tape, tape_id=tape.pk)
         Anchor.objects.filter(tape=tape).delete()
-        for f in Tape._meta.concrete_fields:
-            if f.name not in keep:
-                setattr(tape, f.attname, getattr(fresh, f.attname))
-        tape.save()
 
 
-def _index_entries(tape: Tape, entries: Iterable[FileEntry], progress: Progress | None) -> None:
+def _index_entries(tape: Tape, entries: Iterable[FileEntry], lease: str, progress: Progress | None) -> None:
     adapt = _sqlite_datetime if connection.vendor == "sqlite" else connection.ops.adapt_datetimefield_value
     tape_id = tape.pk
     rows: list[tuple] = []
@@ -161,12 +241,12 @@ def _index_entries(tape: Tape, entries: Iterable[FileEntry], progress: Progress 
         _account(tape, e, anchors, phase_counts)
         tape.indexed_offset, tape.next_pos = e.offset + e.length, e.pos + 1
         if len(rows) >= BATCH:
-            _flush(tape, rows, batch, anchors, phase_counts)
+            _flush(tape, lease, rows, batch, anchors, phase_counts)
             if progress:
                 progress(tape.indexed_offset - start)
             start = tape.indexed_offset
             rows, batch, anchors, phase_counts = [], [], [], {}
-    _flush(tape, rows, batch, anchors, phase_counts)
+    _flush(tape, lease, rows, batch, anchors, phase_counts)
     if progress and tape.indexed_offset > start:
         progress(tape.indexed_offset - start)
 
@@ -223,13 +303,19 @@ def _insert_sql() -> str:
 
 
 def _flush(
-    tape: Tape, rows: list[tuple], batch: list[FileEntry], anchors: list[Anchor], phase_counts: dict[int, int]
+    tape: Tape,
+    lease: str,
+    rows: list[tuple],
+    batch: list[FileEntry],
+    anchors: list[Anchor],
+    phase_counts: dict[int, int],
 ) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
+        # First, so a batch is written only by the tape's owner, together with its progress.
+        _save(tape, lease)
         # Plain executemany: the ORM's per-row SQL compilation cost 10x the parsing (see bench/).
         cursor.executemany(_insert_sql(), rows)
         signals.entries_indexed.send(sender=Tape, tape=tape, entries=batch)
         Anchor.objects.bulk_create(anchors)
         for pos, n in phase_counts.items():
             Anchor.objects.filter(tape=tape, pos=pos).update(entries=F("entries") + n)
-        tape.save()

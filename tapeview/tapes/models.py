@@ -30,6 +30,10 @@ class Tape(models.Model):
     indexed_offset = models.BigIntegerField(default=0)
     next_pos = models.IntegerField(default=1)
     indexed_at = models.DateTimeField(null=True)
+    # The lease of the one process indexing this tape now (tapes.index): who, and until when.
+    # Renewed at every batch; a crashed indexer's lease runs out and the next request takes over.
+    indexer = models.CharField(max_length=32, blank=True)
+    indexing_until = models.DateTimeField(null=True)
 
     entries = models.IntegerField(default=0)  # what the agent's own reader sees
     unreadable = models.IntegerField(default=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,31 @@ class Page:
     boundary_after: int | None = None  # everything on the page is archived: draw the boundary last
 
 
+def find_rows(
+    tape: Tape,
+    *,
+    after: int | None = None,
+    before: int | None = None,
+    kinds: Sequence[str] = (),
+    limit: int = PAGE_SIZE,
+    last: bool = False,
+) -> list[EntryRow]:
+    """Up to `limit` rows with after < pos < before, of these kinds (default all), in file order.
+
+    The first `limit` of them, or with `last` the last `limit` (the page that ends at `before`).
+    """
+    rows = EntryRow.objects.filter(tape=tape)
+    if after is not None:
+        rows = rows.filter(pos__gt=after)
+    if before is not None:
+        rows = rows.filter(pos__lt=before)
+    if kinds:
+        rows = rows.filter(kind__in=kinds)
+    if last:
+        return list(reversed(rows.order_by("-pos")[:limit]))
+    return list(rows.order_by("pos")[:limit])
+
+
 def rows_for(
     tape: Tape,
     *,
@@ -48,15 +74,15 @@ def rows_for(
     end: bool = False,
     size: int = PAGE_SIZE,
 ) -> list[EntryRow]:
-    rows = EntryRow.objects.filter(tape=tape)
+    """The rows of one timeline page: after a position, before one, around one (`at`), or at the end."""
     if end:
-        return list(reversed(rows.order_by("-pos")[:size]))
+        return find_rows(tape, limit=size, last=True)
     if before is not None:
-        return list(reversed(rows.filter(pos__lt=before).order_by("-pos")[:size]))
+        return find_rows(tape, before=before, limit=size, last=True)
     if at is not None:
-        lead = list(rows.filter(pos__lt=at).order_by("-pos").values_list("pos", flat=True)[:LEAD])
-        after = (lead[-1] - 1) if lead else at - 1
-    return list(rows.filter(pos__gt=after or 0).order_by("pos")[:size])
+        lead = find_rows(tape, before=at, limit=LEAD, last=True)
+        after = lead[0].pos - 1 if lead else at - 1
+    return find_rows(tape, after=after, limit=size)
 
 
 def read_rows(tape: Tape, rows: list[EntryRow]) -> list[Entry]:
@@ -116,9 +142,9 @@ def archive_boundary(tape: Tape) -> int | None:
 
     Read through the index: the metadata line's bytes only, and counts of message rows.
     """
-    pointer = getattr(reader(tape.kind), "pointer", None)
     rows = EntryRow.objects.filter(tape=tape)
-    meta = rows.filter(kind="metadata", readable=True).order_by("-pos").first() if pointer else None
+    # Only a family that keeps an archive pointer writes a metadata record: one indexed lookup.
+    meta = rows.filter(kind="metadata", readable=True).order_by("-pos").first()
     if meta is None:
         return None
     try:
@@ -126,7 +152,7 @@ def archive_boundary(tape: Tape) -> int | None:
     except TapeNotFound:
         return None
     messages = rows.filter(entry_id__isnull=False).exclude(kind="metadata")
-    offset = pointer(metadata, messages.count())
+    offset = reader(tape.kind).pointer(metadata, messages.count())
     if offset == 0:
         return None
     first = messages.filter(entry_id__gte=offset).order_by("pos").first()

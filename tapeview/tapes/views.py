@@ -2,68 +2,58 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import orjson
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.vary import vary_on_headers
 
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.roles import role_required
-from tapeview.sources import TapeBusy, TapeNotFound, reader
+from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound
 
-from . import context, discovery, handoff, health, index, timeline
-from .forms import HandoffForm, TapeListForm, TimelineForm
+from . import context, handoff, health, listing, lookup, raw, timeline
+from .forms import ContextForm, HandoffForm, TapeListForm, TimelineForm
 from .models import EntryRow, Tape
 
 LIST_PAGE_SIZE = 50
+FILE_GONE = "this tape's file is gone"
+
+# A tape or entry that is not there is lookup.NoSuchTape / NoSuchEntry: Http404s, so Django
+# answers them with the 404 page and their text.
 
 
+# The same URL answers htmx with a partial and a browser with the page: caches must keep both.
+@vary_on_headers("HX-Request")
 def tape_list(request: HttpRequest) -> HttpResponse:
     """Every session of every source. Template `tapeview/tape_list.html`, partial `#rows`."""
-    discovery.sync_if_stale()
     form = TapeListForm(request.GET)
     form.is_valid()
-    tapes = Tape.objects.filter(owner__isnull=True)
-    q, source = form.cleaned_data.get("q"), form.cleaned_data.get("source")
-    if q:
-        tapes = tapes.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
-    if source:
-        tapes = tapes.filter(source=source)
+    tapes = listing.tapes(form.cleaned_data.get("q"), form.cleaned_data.get("source"))
     pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
     ctx = {
         "form": form,
         "page": pages.get_page(form.cleaned_data.get("page")),
         "sort": form.current_sort(),
         "columns": form.columns(),
-        "sources": Tape.objects.values_list("source", flat=True).distinct().order_by("source"),
+        "sources": listing.source_labels(),
         "total": Tape.objects.count(),
     }
     template = "tapes/tape_list.html" + ("#rows" if request.htmx else "")
     return render(request, template, ctx)
 
 
-def _tape(key: str) -> Tape:
-    tape = get_object_or_404(Tape, key=key)
-    index.refresh(tape)
-    if tape.problem == "file missing":
-        raise Http404("this tape's file is gone")
-    return tape
-
-
+@vary_on_headers("HX-Request")
 def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
     """One tape's timeline. Template `tapeview/tape_detail.html`, partial `#entries`."""
-    tape = _tape(key)
+    tape = lookup.find_tape(key)
     form = TimelineForm(request.GET)
     form.is_valid()
     try:
         page = timeline.page(tape, **form.where())
     except TapeNotFound:
-        raise Http404("this tape's file is gone") from None
+        raise Http404(FILE_GONE) from None
     before_first, phases = timeline.phases(tape)
     ctx = {
         "tape": tape,
@@ -84,10 +74,14 @@ def _has_memory(tape: Tape) -> bool:
 
 
 def tape_context(request: HttpRequest, key: str) -> HttpResponse:
-    """What the model would see after an anchor. Template `tapeview/tape_context.html`."""
-    tape = _tape(key)
+    """What the model would see after an anchor (`?anchor=`). Template `tapeview/tape_context.html`."""
+    tape = lookup.find_tape(key)
+    form = ContextForm(request.GET)
+    if not form.is_valid():
+        # Too long or with a NUL: no anchor is named so.
+        raise Http404("no anchor of that name on this tape")
     try:
-        preview = context.preview(tape, request.GET.get("anchor") or None)
+        preview = context.preview(tape, form.anchor_ref())
     except context.AnchorNotFound as exc:
         raise Http404(str(exc)) from None
     ctx = {"tape": tape, "preview": preview, "anchors": tape.anchor_rows.order_by("-pos")}
@@ -96,29 +90,29 @@ def tape_context(request: HttpRequest, key: str) -> HttpResponse:
 
 def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     """One entry in full. Template `tapeview/entry_detail.html`."""
-    tape = _tape(key)
-    row = get_object_or_404(EntryRow, tape=tape, pos=pos)
-    entry = timeline.read_rows(tape, [row])[0]
+    tape = lookup.find_tape(key)
+    row = lookup.find_row(tape, pos)
+    try:
+        entry = timeline.read_rows(tape, [row])[0]
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
     return render(request, "tapes/entry_detail.html", {"tape": tape, "row": row, "entry": entry})
 
 
 def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
-    """The entry's bytes exactly as they are in the file, streamed; a record of a JSON document as JSON."""
-    tape = _tape(key)
-    row = get_object_or_404(EntryRow, tape=tape, pos=pos)
-    source = reader(tape.kind)
-    if not tape.append_only or not hasattr(source, "read_raw"):
-        entry = timeline.read_rows(tape, [row])[0]
-        return HttpResponse(orjson.dumps(entry.payload), content_type="application/json")
-    chunks = source.read_raw(Path(tape.path), row.offset, row.length)
-    response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
-    response["Content-Length"] = str(row.length)
+    """The entry as the agent wrote it, as text: the line's bytes streamed, or a record as JSON."""
+    tape = lookup.find_tape(key)
+    try:
+        entry = raw.read(tape, lookup.find_row(tape, pos))
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
+    response = StreamingHttpResponse(entry.chunks, content_type=entry.content_type)
+    response["Content-Length"] = str(entry.length)
     return response
 
 
 def source_list(request: HttpRequest) -> HttpResponse:
     """Every configured source, its detected kind and health. Template `tapeview/source_list.html`."""
-    discovery.sync_if_stale()
     return render(request, "tapes/source_list.html", {"sources": health.source_health()})
 
 
@@ -128,18 +122,28 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
 
     Template `tapeview/tape_handoff.html`; 409 with Retry-After when the tape is mid-turn.
     """
-    tape = _tape(key)
+    tape = lookup.find_tape(key)
     form = HandoffForm(request.POST or None)
     refusal = handoff.refusal(tape)
     ctx = {"tape": tape, "form": form, "refusal": refusal}
     if not refusal:
         ctx["now"] = context.preview(tape)
-        ctx["idle"], ctx["idle_reason"] = handoff.idle_state(tape)
+        ctx["state"] = handoff.append_state(tape)
     if request.method == "POST" and not refusal and form.is_valid():
+        data = form.cleaned_data
         try:
             written = handoff.write(
-                tape, form.cleaned_data["name"], Actor.of(request.user), summary=form.cleaned_data["summary"]
+                tape,
+                data["name"],
+                Actor.of(request.user),
+                summary=data["summary"],
+                confirm_stopped=data["confirm_stopped"],
             )
+        except AgentStopped as stopped:
+            ctx["stopped"] = stopped
+            response = render(request, "tapes/tape_handoff.html", ctx, status=409)
+            response["Retry-After"] = str(max(1, round(stopped.retry_after)))
+            return response
         except TapeBusy as busy:
             ctx["busy"] = busy
             response = render(request, "tapes/tape_handoff.html", ctx, status=409)

@@ -105,8 +105,9 @@ def test_the_console_script_reaches_every_management_command(tmp_path: Path) -> 
 
 @pytest.mark.django_db
 def test_serve_indexes_creates_the_first_admin_and_prints_a_sign_in_link(
-    monkeypatch, settings, bub_home
+    monkeypatch, settings, bub_home, tmp_path
 ) -> None:
+    settings.HOME = tmp_path
     served = {}
     monkeypatch.setattr("waitress.serve", lambda app, **kw: served.update(kw))
     monkeypatch.setenv("TAPEVIEW_SOURCES", "")  # serve sets it for its workers; undo that after
@@ -119,3 +120,6 @@ def test_serve_indexes_creates_the_first_admin_and_prints_a_sign_in_link(
     assert served == {"host": "127.0.0.1", "port": 8123, "threads": 8, "ident": "tapeview"}
     assert Tape.objects.get(label="cli:local").entries == 97
     assert f"home=bub:{bub_home}" in settings.TAPEVIEW_SOURCES
+    again = io.StringIO()
+    call_command("signinlink", "admin", stdout=again)  # a new link, on the port the server took
+    assert again.getvalue().startswith("http://127.0.0.1:8123/signin/")

@@ -230,3 +230,19 @@ def test_yachiyo_streamed_deltas_are_folded_with_the_raw_events_one_click_away(
     pos = re.search(r'id="e(\d+)">(?:(?!</article>).)*streamed events folded', page, re.S).group(1)
     detail = viewer_client.get(f"/tapes/{tape.key}/entries/{pos}/").content.decode()
     assert ".delta" in detail and "event_indices" in detail
+
+
+@pytest.mark.parametrize("source", ["nb", "ya", "ar"])
+def test_a_record_of_a_rewritten_file_is_its_payload_as_json_text_on_page_and_api(
+    viewer_client, reader, families, source
+) -> None:
+    tape = Tape.objects.filter(source=source, entries__gt=1).order_by("label").first()
+    entry = reader.get(f"/api/tapes/{tape.key}/entries", limit=2).json()["items"][-1]
+    assert entry["payload"] is not None
+    page = viewer_client.get(f"/tapes/{tape.key}/entries/{entry['pos']}/raw")
+    api = reader.get(f"/api/tapes/{tape.key}/entries/{entry['pos']}/raw")
+    for r in (page, api):
+        assert r.status_code == 200 and r["Content-Type"] == "text/plain; charset=utf-8"
+        assert r["X-Content-Type-Options"] == "nosniff"
+        body = b"".join(r.streaming_content)
+        assert json.loads(body) == entry["payload"] and r["Content-Length"] == str(len(body))

@@ -214,3 +214,72 @@ def test_the_sort_and_page_links_on_the_page_work(viewer_client, served) -> None
         viewer_client.get("/" + again).content.decode(),
     )
     assert labels[0] == "cli:local"  # a second click reverses
+
+
+def test_a_key_that_cannot_be_a_tape_is_404_saying_no_such_tape(viewer_client, served) -> None:
+    for url in ("/tapes/0000000000000000/", "/tapes/not-a-key/", f"/tapes/{'x' * 40}/context"):
+        r = viewer_client.get(url)
+        assert r.status_code == 404 and "no such tape" in r.content.decode()
+
+
+def test_a_tape_deleted_under_us_says_its_file_is_gone_on_every_page(viewer_client, served) -> None:
+    k = key("fork_merged")
+    (served["samples"] / "fork_merged.jsonl").unlink()
+    for url in (f"/tapes/{k}/", f"/tapes/{k}/context", f"/tapes/{k}/entries/1/", f"/tapes/{k}/entries/1/raw"):
+        r = viewer_client.get(url)
+        assert r.status_code == 404 and "this tape&#x27;s file is gone" in r.content.decode()
+
+
+@pytest.mark.parametrize("pos", [999, 0, 10**30])
+def test_an_entry_that_is_not_there_is_404_saying_so(viewer_client, served, pos) -> None:
+    k = key("session_realistic")
+    for url in (f"/tapes/{k}/entries/{pos}/", f"/tapes/{k}/entries/{pos}/raw"):
+        r = viewer_client.get(url)
+        assert r.status_code == 404 and f"no entry {pos} on this tape" in r.content.decode()
+
+
+def test_a_raw_line_is_plain_text_that_browsers_do_not_sniff(viewer_client, served) -> None:
+    path: Path = served["samples"] / "session_realistic.jsonl"
+    line = path.read_bytes().splitlines(keepends=True)[59]
+    r = viewer_client.get(f"/tapes/{key('session_realistic')}/entries/60/raw")
+    assert r.status_code == 200 and r["Content-Type"] == "text/plain; charset=utf-8"
+    assert r["X-Content-Type-Options"] == "nosniff" and r["Content-Length"] == str(len(line))
+    assert b"".join(r.streaming_content) == line
+
+
+@pytest.mark.parametrize("anchor", ["²", "9" * 30, "nope"])
+def test_an_anchor_that_is_not_there_is_404_saying_no_anchor(viewer_client, served, anchor) -> None:
+    r = viewer_client.get(f"/tapes/{key('session_realistic')}/context", {"anchor": anchor})
+    assert r.status_code == 404 and "no anchor" in r.content.decode()
+
+
+def test_an_anchor_longer_than_any_name_is_404_saying_no_anchor(viewer_client, served) -> None:
+    r = viewer_client.get(f"/tapes/{key('session_realistic')}/context", {"anchor": "a" * 301})
+    assert r.status_code == 404 and "no anchor" in r.content.decode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/", "/?q=cli", "/tapes/{key}/", "/tapes/{key}/?end=1", "/search/?q=fs_read"],
+)
+@pytest.mark.parametrize("htmx", [False, True])
+def test_pages_with_an_htmx_partial_vary_on_hx_request(viewer_client, served, url, htmx) -> None:
+    headers = {"HX-Request": "true"} if htmx else {}
+    r = viewer_client.get(url.format(key=key("session_realistic")), headers=headers)
+    assert r.status_code == 200
+    assert "HX-Request" in [v.strip() for v in r["Vary"].split(",")]
+
+
+def test_the_session_index_and_the_api_list_the_same_sessions(viewer_client, reader, served) -> None:
+    for params in ({"q": "telegram"}, {"source": "home"}, {"q": "phase", "source": "samples"}, {}):
+        html = viewer_client.get("/", {**params, "sort": "label"}).content.decode()
+        on_page = re.findall(r'<td class="label"><a href="/tapes/(\w+)/">', html)
+        listed = reader.get("/api/tapes", **params, sort="label", limit=500).json()["items"]
+        assert on_page == [t["id"] for t in listed] and on_page
+
+
+@pytest.mark.parametrize(
+    "query", ["after=" + "9" * 30, "before=" + "9" * 30, "at=" + "9" * 30, "at=²", "after=-1"]
+)
+def test_a_timeline_position_past_any_tape_never_fails(viewer_client, served, query) -> None:
+    assert viewer_client.get(f"/tapes/{key('session_realistic')}/?{query}").status_code == 200

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import orjson
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import field_validator
 
 from tapeview.accounts.auth import writer
-from tapeview.sources import Entry, reader
+from tapeview.sources import Entry
 
-from .. import context, handoff, timeline
-from ..models import Anchor, EntryRow, Tape
+from .. import context, handoff, lookup, raw, timeline
+from ..models import Anchor, EntryRow
 from .cursor import decode, encode
 from .schemas import BIG, TEXT, PageIn, responses
-from .tapes import tape_of
 
 # A list shows a payload whole up to this many bytes of JSON; past it a preview and `truncated`.
 PAYLOAD_LIMIT = 16 * 1024
@@ -73,6 +71,9 @@ class HandoffIn(Schema):
     name: str = Field(min_length=1, max_length=handoff.MAX_NAME, pattern=r"^[^\n\x00]*$")
     summary: str = Field("", max_length=100_000, pattern=TEXT)
     state: dict[str, Any] | None = None
+    confirm_stopped: bool = Field(
+        False, description="write although the agent looks stopped mid-turn (409 `stopped` otherwise)"
+    )
 
     @field_validator("state")
     @classmethod
@@ -84,7 +85,8 @@ class HandoffIn(Schema):
 
 
 class HandoffOut(Schema):
-    entries: list[EntryOut]
+    ids: list[int] = Field(description="the ids of the anchor and its handoff event, as written")
+    entries: list[EntryOut] = Field(description="the written entries as indexed (empty if not indexed yet)")
 
 
 class EntryPageOut(Schema):
@@ -103,17 +105,18 @@ class EntryFilters(PageIn):
     kinds: str | None = Field(None, max_length=500, pattern=TEXT, description="comma-separated kinds")
     full: bool = Field(False, description="payloads whole, however big")
 
+    def kind_names(self) -> list[str]:
+        return [k.strip() for k in (self.kinds or "").split(",") if k.strip()]
 
+
+log = logging.getLogger(__name__)
 router = Router(tags=["tapes"])
 
 
 def entry_out(e: Entry, full: bool) -> dict:
     payload, truncated, preview = e.payload, e.truncated, e.preview
     if not full and payload is not None:
-        try:
-            text = orjson.dumps(payload)
-        except TypeError:  # an integer past 64 bits: the standard library writes any
-            text = json.dumps(payload).encode()
+        text = raw.json_bytes(payload)
         if len(text) > PAYLOAD_LIMIT:
             payload, truncated = None, True
             preview = text[: PREVIEW_CHARS * 4].decode(errors="ignore")[:PREVIEW_CHARS] + "…"
@@ -135,18 +138,14 @@ def entry_out(e: Entry, full: bool) -> dict:
 @router.get("/tapes/{tape_id}/entries", response=responses({200: EntryPageOut}, 400, 404))
 def list_entries(request: HttpRequest, tape_id: str, filters: Query[EntryFilters]) -> dict:
     """Entries in file order; unreadable lines are there too, with `readable: false` and a preview."""
-    tape = tape_of(tape_id)
-    rows = EntryRow.objects.filter(tape=tape)
-    if filters.after is not None:
-        rows = rows.filter(pos__gt=filters.after)
-    if filters.before is not None:
-        rows = rows.filter(pos__lt=filters.before)
-    kinds = [k.strip() for k in (filters.kinds or "").split(",") if k.strip()]
-    if kinds:
-        rows = rows.filter(kind__in=kinds)
+    tape = lookup.find_tape(tape_id)
+    after = filters.after
     if filters.cursor:
-        rows = rows.filter(pos__gt=decode(filters.cursor, {"pos": int})["pos"])
-    page = list(rows.order_by("pos")[: filters.limit + 1])
+        # The cursor is the last position handed out: the next page starts after both.
+        after = max(after or 0, decode(filters.cursor, {"pos": int})["pos"])
+    page = timeline.find_rows(
+        tape, after=after, before=filters.before, kinds=filters.kind_names(), limit=filters.limit + 1
+    )
     more, page = len(page) > filters.limit, page[: filters.limit]
     entries = sorted(timeline.read_rows(tape, page), key=lambda e: e.pos)
     return {
@@ -155,22 +154,18 @@ def list_entries(request: HttpRequest, tape_id: str, filters: Query[EntryFilters
     }
 
 
-def _row(tape: Tape, pos: int) -> EntryRow:
-    row = EntryRow.objects.filter(tape=tape, pos=pos).first() if 1 <= pos <= BIG else None
-    if row is None:
-        raise Http404(f"no entry {pos} on this tape")
-    return row
-
-
 @router.get("/tapes/{tape_id}/entries/{pos}", response=responses({200: EntryOut}, 404))
 def get_entry(request: HttpRequest, tape_id: str, pos: int) -> dict:
     """One entry with all of its payload (past 2 MB a line is not parsed: see .../raw)."""
-    tape = tape_of(tape_id)
-    return entry_out(timeline.read_rows(tape, [_row(tape, pos)])[0], full=True)
+    tape = lookup.find_tape(tape_id)
+    return entry_out(timeline.read_rows(tape, [lookup.find_row(tape, pos)])[0], full=True)
 
 
 RAW_DOC = {
-    200: {"description": "the line's bytes", "content": {"text/plain": {"schema": {"type": "string"}}}}
+    200: {
+        "description": "the line's bytes, or a record of a JSON document as JSON text",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    }
 }
 
 
@@ -180,23 +175,17 @@ RAW_DOC = {
     openapi_extra={"responses": RAW_DOC},
 )
 def get_entry_raw(request: HttpRequest, tape_id: str, pos: int) -> HttpResponse:
-    """The entry exactly as it is in the file, streamed; of a JSON document, the entry as JSON."""
-    tape = tape_of(tape_id)
-    row = _row(tape, pos)
-    source = reader(tape.kind)
-    if not tape.append_only or not hasattr(source, "read_raw"):
-        entry = timeline.read_rows(tape, [row])[0]
-        return HttpResponse(orjson.dumps(entry.payload), content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(
-        source.read_raw(Path(tape.path), row.offset, row.length), content_type="text/plain; charset=utf-8"
-    )
-    response["Content-Length"] = str(row.length)
+    """The entry exactly as it is in the file, streamed; of a JSON document, the entry as JSON text."""
+    tape = lookup.find_tape(tape_id)
+    entry = raw.read(tape, lookup.find_row(tape, pos))
+    response = StreamingHttpResponse(entry.chunks, content_type=entry.content_type)
+    response["Content-Length"] = str(entry.length)
     return response
 
 
 @router.get("/tapes/{tape_id}/anchors", response=responses({200: AnchorPageOut}, 400, 404))
 def list_anchors(request: HttpRequest, tape_id: str, page: Query[PageIn]) -> dict:
-    tape = tape_of(tape_id)
+    tape = lookup.find_tape(tape_id)
     anchors = Anchor.objects.filter(tape=tape)
     if page.cursor:
         anchors = anchors.filter(pos__gt=decode(page.cursor, {"pos": int})["pos"])
@@ -210,9 +199,7 @@ def get_context(
     request: HttpRequest, tape_id: str, anchor: str | None = Query(None, max_length=300, pattern=TEXT)
 ) -> dict:
     """What the model would be given after an anchor (a position or a name; default the last one)."""
-    tape = tape_of(tape_id)
-    if anchor and anchor.isdigit() and not (anchor.isascii() and len(anchor) < 18):
-        raise Http404(f"no anchor {anchor!r} on this tape")
+    tape = lookup.find_tape(tape_id)
     preview = context.preview(tape, anchor or None)
     messages = [
         {
@@ -238,10 +225,19 @@ def get_context(
 def create_handoff(request: HttpRequest, tape_id: str, body: HandoffIn) -> Status:
     """Append an anchor and its handoff event while the tape is idle; 409 with Retry-After when busy."""
     actor = writer(request)
-    tape = tape_of(tape_id)
+    tape = lookup.find_tape(tape_id)
     start = tape.next_pos
-    written = handoff.write(tape, body.name, actor, summary=body.summary, state=body.state)
+    written = handoff.write(
+        tape, body.name, actor, summary=body.summary, state=body.state, confirm_stopped=body.confirm_stopped
+    )
     ids = [e["id"] for e in written]
-    rows = list(EntryRow.objects.filter(tape=tape, pos__gte=start, entry_id__in=ids).order_by("pos"))
-    entries = sorted(timeline.read_rows(tape, rows), key=lambda e: e.pos)
-    return Status(201, {"entries": [entry_out(e, full=True) for e in entries]})
+    try:
+        rows = list(EntryRow.objects.filter(tape=tape, pos__gte=start, entry_id__in=ids).order_by("pos"))
+        entries = [
+            entry_out(e, full=True) for e in sorted(timeline.read_rows(tape, rows), key=lambda e: e.pos)
+        ]
+    except Exception:
+        # Written is written: the ids say what, when reading the entries back fails.
+        log.exception("handoff written to %s; reading it back failed", tape.path)
+        entries = []
+    return Status(201, {"entries": entries, "ids": ids})

@@ -40,6 +40,9 @@ class BusyOut(Schema):
 
     detail: str
     retry_after: int
+    stopped: bool = Field(
+        False, description="the agent looks stopped mid-turn: send confirm_stopped=true to write anyway"
+    )
 
 
 SHAPES: dict[int, Any] = {422: ValidationErrorOut, 409: BusyOut}
@@ -50,5 +53,7 @@ def responses(ok: dict[int, Any], *codes: int) -> dict[int, Any]:
     return {**ok, **{code: SHAPES.get(code, ErrorOut) for code in (401, 422, *codes)}}
 
 
-def busy_detail(reason: str, retry_after: int) -> str:
+def busy_detail(reason: str, retry_after: int, stopped: bool = False) -> str:
+    if stopped:
+        return f"stopped: {reason}. Nothing was written: to write anyway, send confirm_stopped=true."
     return f"busy: {reason}. Nothing was written: retry after {retry_after} s."

@@ -7,10 +7,10 @@ from typing import Literal
 
 from django.db import models
 from django.db.models import F, Q, QuerySet
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from .. import discovery, handoff, health, index
+from .. import handoff, health, listing, lookup
 from ..forms import SORTS
 from ..models import Tape
 from .cursor import FOREIGN, BadCursor, decode, encode, offset_page
@@ -84,19 +84,6 @@ class TapeFilters(PageIn):
 router = Router(tags=["tapes"])
 
 
-def tape_of(key: str) -> Tape:
-    # Tape ids are short hex: anything else cannot be one, and never reaches the database.
-    tape = (
-        Tape.objects.filter(key=key).first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
-    )
-    if tape is None:
-        raise Http404("no such tape")
-    index.refresh(tape)
-    if tape.problem == "file missing":
-        raise Http404("this tape's file is gone")
-    return tape
-
-
 def _tape_out(tape: Tape) -> dict:
     fields = ("source", "kind", "role", "label", "entries", "unreadable", "anchors", "last_anchor")
     more = ("first_at", "last_at", "tokens", "errors")
@@ -106,7 +93,6 @@ def _tape_out(tape: Tape) -> dict:
 @router.get("/sources", response=responses({200: SourcePageOut}, 400))
 def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
     """Every configured source, its kind and health (folders are not shown)."""
-    discovery.sync_if_stale()
     items = [
         {
             "label": h.spec.label,
@@ -129,13 +115,7 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
 @router.get("/tapes", response=responses({200: TapePageOut}, 400))
 def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
     """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
-    discovery.sync_if_stale()
-    tapes = Tape.objects.filter(owner__isnull=True)
-    if filters.q:
-        q = filters.q
-        tapes = tapes.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
-    if filters.source:
-        tapes = tapes.filter(source=filters.source)
+    tapes = listing.tapes(filters.q, filters.source)
     rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
     return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
 
@@ -185,7 +165,7 @@ def _sort_value(field: str, value: object) -> object:
 
 @router.get("/tapes/{tape_id}", response=responses({200: TapeDetailOut}, 404))
 def get_tape(request: HttpRequest, tape_id: str) -> dict:
-    tape = tape_of(tape_id)
+    tape = lookup.find_tape(tape_id)
     refusal = handoff.refusal(tape)
     attachments = [
         {"id": a.key, "role": a.role, "label": a.label, "note": a.note}

@@ -7,7 +7,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memory_admin import service
+from memory_admin import catalog
 from tapeview.sources import SourceSpecError, parse_sources
 from tapeview.tapes import discovery
 
@@ -26,7 +26,7 @@ def run_index(specs: list, stdout) -> discovery.SyncReport:
     ) as bar:
         report = discovery.sync(specs, progress=bar.update)
     # Memory stores too: a version seen now is kept, so history survives the agent's rewrites.
-    service.sync_stores(specs)
+    catalog.sync_stores(specs)
     for problem in report.problems:
         stdout.write(f"problem: {problem}")
     stdout.write(f"{report.tapes} tapes, {report.indexed} indexed, {report.removed} gone")

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.core.wsgi import get_wsgi_application
 
+from tapeview import home
 from tapeview.accounts import signin
 from tapeview.tapes.management.commands.index import run_index, sources_from
 
@@ -34,6 +35,7 @@ class Command(BaseCommand):
         if not no_index:
             run_index(specs, self.stdout)
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+        home.remember_base_url(settings.HOME, base)
         admin = signin.ensure_first_admin()
         if admin is not None:
             self.stdout.write(

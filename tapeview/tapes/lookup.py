@@ -1,0 +1,45 @@
+"""Finding what a URL names: a tape by its key (indexed up to date), one of its entries by position."""
+
+from __future__ import annotations
+
+from django.http import Http404
+
+from . import index
+from .models import EntryRow, Tape
+
+# The widest position a query takes: EntryRow.pos is a 32-bit integer on PostgreSQL.
+MAX_POS = 2**31 - 1
+KEY_LENGTH = 32  # Tape.key's max_length
+
+
+class NoSuchTape(Http404, LookupError):
+    """No tape has this key, or its file is gone.
+
+    An Http404 as well, so that a page and the API (tapeview/api.py maps Http404) both answer
+    404 with this text without a handler of their own.
+    """
+
+
+class NoSuchEntry(Http404, LookupError):
+    """The tape has no entry at this position."""
+
+
+def find_tape(key: str) -> Tape:
+    """The tape with this key, its index brought up to date with its file."""
+    # Keys are short alphanumerics: anything else cannot be one, and never reaches the database.
+    is_key = key.isascii() and key.isalnum() and len(key) <= KEY_LENGTH
+    tape = Tape.objects.filter(key=key).first() if is_key else None
+    if tape is None:
+        raise NoSuchTape("no such tape")
+    index.refresh(tape)
+    if tape.problem == "file missing":
+        raise NoSuchTape("this tape's file is gone")
+    return tape
+
+
+def find_row(tape: Tape, pos: int) -> EntryRow:
+    """Where the entry at `pos` sits in the tape's file."""
+    row = EntryRow.objects.filter(tape=tape, pos=pos).first() if 1 <= pos <= MAX_POS else None
+    if row is None:
+        raise NoSuchEntry(f"no entry {pos} on this tape")
+    return row
