@@ -14,7 +14,8 @@ from ninja.operation import Operation
 from memory_admin.api import router as memory_router
 from memory_admin.stores.model import StoreError
 from tapeview.accounts.auth import SessionAuth, TokenAuth, docs_access
-from tapeview.sources import TapeBusy, TapeNotFound
+from tapeview.accounts.throttle import Throttled
+from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound
 from tapeview.tapes.api import entries, tapes
 from tapeview.tapes.api.cursor import BadCursor
 from tapeview.tapes.api.schemas import busy_detail
@@ -96,11 +97,20 @@ def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
     return _error(request, 403, str(exc) or "forbidden")
 
 
+@api.exception_handler(Throttled)
+def throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    response = _error(request, 429, exc.message)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
 @api.exception_handler(TapeBusy)
 def busy(request: HttpRequest, exc: TapeBusy) -> HttpResponse:
     """The agent is writing: nothing was written; the client retries after Retry-After seconds."""
     retry_after = max(1, round(exc.retry_after))
-    body = {"detail": busy_detail(str(exc), retry_after), "retry_after": retry_after}
+    stopped = isinstance(exc, AgentStopped)
+    detail = busy_detail(str(exc), retry_after, stopped)
+    body = {"detail": detail, "retry_after": retry_after, "stopped": stopped}
     response = api.create_response(request, body, status=409)
     response["Retry-After"] = str(retry_after)
     return response

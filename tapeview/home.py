@@ -33,3 +33,15 @@ def prepare(root: Path) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(secrets.token_urlsafe(48))
+
+
+def remember_base_url(root: Path, url: str) -> None:
+    """Where `tapeview serve` answers, so that `tapeview signinlink` prints links that work."""
+    (root / "base_url").write_text(url)
+
+
+def base_url(root: Path) -> str:
+    try:
+        return os.environ.get("TAPEVIEW_BASE_URL") or (root / "base_url").read_text().strip()
+    except OSError:
+        return "http://127.0.0.1:8000"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -51,6 +52,8 @@ TAPEVIEW_SOURCES = os.environ.get("TAPEVIEW_SOURCES", "")
 TAPEVIEW_DEMO_DIR = HOME / "demo"
 # A tape counts as idle (safe to append to) after this many quiet seconds (formats/bub.md §4).
 TAPEVIEW_QUIET_SECONDS = env_float("TAPEVIEW_QUIET_SECONDS", 1.5)
+# A tape mid-turn that has been quiet this long looks stopped: an operator may confirm a handoff.
+TAPEVIEW_STOPPED_SECONDS = env_float("TAPEVIEW_STOPPED_SECONDS", 600)
 # A page re-checks the files at most this often (seconds).
 TAPEVIEW_REFRESH_SECONDS = env_float("TAPEVIEW_REFRESH_SECONDS", 2)
 
@@ -65,6 +68,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "ninja",
     "template_partials",
+    "axes",
     "tapeview.accounts",
     "tapeview.tapes",
     "memory_admin",
@@ -82,7 +86,38 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last: turns a sign-in refused for too many failures into the lockout page (429).
+    "axes.middleware.AxesMiddleware",
 ]
+
+# django-axes counts failed sign-ins (passwords, one-time links, API tokens) per client address in
+# the database, so every web process sees the same count; past the limit the address waits.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(env_float("TAPEVIEW_SIGNIN_FAILURES", 10, low=1))
+AXES_COOLOFF_TIME = timedelta(seconds=env_float("TAPEVIEW_SIGNIN_COOLOFF_SECONDS", 900, low=1))
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+
+# No inline script anywhere: htmx comes from our own static files and is driven by attributes.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        # htmx adds its indicator style inline; no script can hide in a style attribute.
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "tapeview.urls"
 WSGI_APPLICATION = "tapeview.wsgi.application"
@@ -147,10 +182,21 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("TAPEVIEW_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 X_FRAME_OPTIONS = "DENY"
+# Secure cookies mean the site is served over HTTPS: then browsers are told to keep to it.
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(env_float("TAPEVIEW_HSTS_SECONDS", 31536000)) if SESSION_COOKIE_SECURE else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SESSION_COOKIE_SECURE
+if env_bool("TAPEVIEW_BEHIND_PROXY", False):
+    # A TLS-terminating proxy in front says which scheme the browser used.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Preloading a domain into browsers is a decision for its owner, not a default of this app.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line": {"()": "tapeview.logfilters.OneLineClientErrors"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django.request": {"filters": ["one_line"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("TAPEVIEW_LOG_LEVEL") or "WARNING"},
 }

@@ -13,3 +13,8 @@ urlpatterns = [
     path("search/", include("tapeview.search.urls")),
     path("api/", api.urls()),
 ]
+
+handler400 = "tapeview.errors.bad_request"
+handler403 = "tapeview.errors.permission_denied"
+handler404 = "tapeview.errors.page_not_found"
+handler500 = "tapeview.errors.server_error"

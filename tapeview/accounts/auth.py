@@ -14,7 +14,7 @@ from ninja.errors import AuthorizationError, HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from . import tokens
+from . import throttle, tokens
 from .audit import Actor
 from .models import ApiToken
 from .roles import has_role
@@ -31,8 +31,10 @@ class Caller:
 
 class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
+        throttle.check(request, throttle.TOKEN)
         row = tokens.verify(token)
         if row is None:
+            throttle.failed(request, throttle.TOKEN)
             return None
         return Caller(Actor(f"token:{row.name}"), row.scope == ApiToken.WRITE, row)
 
@@ -83,7 +85,13 @@ def docs_access(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.user.is_authenticated or TokenAuth()(request):
+        try:
+            allowed = request.user.is_authenticated or TokenAuth()(request)
+        except throttle.Throttled as exc:
+            response = JsonResponse({"detail": exc.message}, status=429)
+            response["Retry-After"] = str(exc.retry_after)
+            return response
+        if allowed:
             return view(request, *args, **kwargs)
         if request.path.endswith(".json"):
             response = JsonResponse({"detail": "sign in or send Authorization: Bearer <token>"}, status=401)

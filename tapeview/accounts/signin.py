@@ -8,7 +8,6 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 from django.utils import timezone
 
 from .models import SignInToken
@@ -29,14 +28,16 @@ def issue(user: AbstractBaseUser) -> str:
 
 
 def redeem(token: str) -> AbstractBaseUser | None:
-    """The user a token signs in, once; None for an unknown, used or expired token."""
-    with transaction.atomic():
-        row = SignInToken.objects.select_related("user").filter(digest=_digest(token)).first()
-        if row is None or row.used_at is not None or row.expires_at < timezone.now():
-            return None
-        row.used_at = timezone.now()
-        row.save(update_fields=["used_at"])
-        return row.user
+    """The user a token signs in, once; None for an unknown, used or expired token.
+
+    One conditional UPDATE marks the link used: of two requests with the same link at once, the
+    database lets exactly one change the row, on SQLite and PostgreSQL alike.
+    """
+    now = timezone.now()
+    live = SignInToken.objects.filter(digest=_digest(token), used_at__isnull=True, expires_at__gte=now)
+    if live.update(used_at=now) != 1:
+        return None
+    return SignInToken.objects.select_related("user").get(digest=_digest(token)).user
 
 
 def ensure_first_admin(username: str = "admin") -> AbstractBaseUser | None:

@@ -1,0 +1,41 @@
+"""The site's error answers: the styled pages, or `{"detail": ...}` JSON under /api/.
+
+Django calls these for what never reaches a view's own handling: a body over the size limit (400),
+an unknown URL (404), a refusal raised outside the API (403), a crash (500).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+MESSAGES = {
+    400: "bad request: the body is too large or malformed",
+    403: "forbidden",
+    404: "not found",
+    500: "server error: if you were writing, the audit log says whether it was written",
+}
+
+
+def _json(request: HttpRequest, status: int) -> JsonResponse | None:
+    return (
+        JsonResponse({"detail": MESSAGES[status]}, status=status)
+        if request.path.startswith("/api/")
+        else None
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _json(request, 400) or defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _json(request, 403) or defaults.permission_denied(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _json(request, 404) or defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return _json(request, 500) or defaults.server_error(request)
