@@ -6,3 +6,11 @@ from django.apps import AppConfig
 class MemoryAdminConfig(AppConfig):
     name = "memory_admin"
     verbose_name = "Memory"
+
+    def ready(self) -> None:
+        from tapeview.tapes.signals import sources_indexed
+
+        from . import catalog
+
+        # After an index run the stores are found and read too, so no version goes unrecorded.
+        sources_indexed.connect(catalog.sources_indexed, dispatch_uid="memory_admin.sources_indexed")

@@ -80,3 +80,7 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
         with suppress(StoreError, OSError):
             snapshot(store)
     return store
+
+
+def sources_indexed(sender: object, specs: list[SourceSpec], **kwargs: object) -> None:
+    sync_stores(specs)

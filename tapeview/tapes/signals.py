@@ -14,3 +14,7 @@ entries_indexed = Signal()
 # A tape's entries were forgotten (its file was reset or replaced); the tape itself stays.
 # Arguments: tape_id (int).
 tape_reset = Signal()
+
+# An index run over these sources has finished (`tapeview index`, `tapeview serve` at start).
+# Arguments: specs (list of tapeview.sources.SourceSpec).
+sources_indexed = Signal()

@@ -7,9 +7,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memory_admin import catalog
 from tapeview.sources import SourceSpecError, parse_sources
-from tapeview.tapes import discovery
+from tapeview.tapes import discovery, signals
 
 
 def sources_from(args: list[str]) -> list:
@@ -25,8 +24,9 @@ def run_index(specs: list, stdout) -> discovery.SyncReport:
         total=total, unit="B", unit_scale=True, desc="indexing", disable=not sys.stderr.isatty()
     ) as bar:
         report = discovery.sync(specs, progress=bar.update)
-    # Memory stores too: a version seen now is kept, so history survives the agent's rewrites.
-    catalog.sync_stores(specs)
+    # The memory app brings its stores up to date too: a version seen now is kept, so history
+    # survives the agent's rewrites.
+    signals.sources_indexed.send(sender=discovery.SyncReport, specs=specs)
     for problem in report.problems:
         stdout.write(f"problem: {problem}")
     stdout.write(f"{report.tapes} tapes, {report.indexed} indexed, {report.removed} gone")
