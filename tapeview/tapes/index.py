@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import F, Field, Q
+from django.db.models import F
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, reader
+from tapeview.sources import TapeNotFound, paths, reader
 
 from . import signals
+from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryRow, Tape
 
 BATCH = 5000
@@ -39,21 +39,7 @@ LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
 STATE_PREVIEW = 300
-# Renewed with every batch written, so only a crashed (or stalled) indexer lets it run out.
-LEASE = timedelta(seconds=30)
-LEASE_POLL = 0.05
-# What discovery writes (what a file is, see discovery._upsert); the indexer writes the rest (what
-# is in it), so neither writer puts back an older value of a field the other one owns. Both may
-# set the label: discovery's (from the source) wins at its next sync.
-DISCOVERED = frozenset(
-    {"id", "key", "source", "kind", "rel", "path", "name", "role", "owner", "note", "append_only"}
-)
-LEASE_FIELDS = frozenset({"indexer", "indexing_until"})
 Progress = Callable[[int], None]
-
-
-class LeaseLost(Exception):
-    """This indexer no longer owns the tape: its lease ran out and another took over, or the tape left."""
 
 
 def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) -> bool:
@@ -68,11 +54,11 @@ def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) ->
         return False
     if st is not None and tape.indexed_at and _identity(st) == _indexed_identity(tape):
         return False
-    lease = _take(tape)
+    lease = lease_of(tape)
     deadline = time.monotonic() + wait
     while lease is None and time.monotonic() < deadline:
-        time.sleep(LEASE_POLL)
-        lease = _take(tape)
+        time.sleep(POLL)
+        lease = lease_of(tape)
     if lease is None:
         return False
     try:
@@ -84,15 +70,22 @@ def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) ->
             tape.refresh_from_db()  # forget the batches that were not ours to write
         return False
     finally:
-        _release(tape, lease)
+        release(tape, lease)
 
 
 def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
+    refused = _refusal(tape)
+    if refused:
+        # The file became a link out of its source (or a FIFO...) since discovery: not read.
+        if tape.problem != refused:
+            tape.problem = refused
+            save(tape, lease)
+        return False
     st = _stat(tape.path)
     if st is None:
         if tape.problem != "file missing":
             tape.problem = "file missing"
-            _save(tape, lease)
+            save(tape, lease)
         return False
     if tape.indexed_at and _identity(st) == _indexed_identity(tape):
         return False
@@ -104,8 +97,15 @@ def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
     except TapeNotFound:
         tape.problem = "file missing"
     tape.indexed_at = timezone.now()
-    _save(tape, lease)
+    save(tape, lease)
     return True
+
+
+def _refusal(tape: Tape) -> str | None:
+    """The path policy again at read time: the source root is the tape's path less its place in it."""
+    if not tape.rel or not tape.path.endswith(tape.rel):
+        return None
+    return paths.refusal(Path(tape.path[: -len(tape.rel)] or "."), Path(tape.path))
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -121,41 +121,6 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 
 def _indexed_identity(tape: Tape) -> tuple[int | None, int | None, int, int]:
     return tape.inode, tape.device, tape.size, tape.mtime_ns
-
-
-def _take(tape: Tape) -> str | None:
-    """Take the tape's lease if nobody holds it (or the holder's ran out): its token, or None."""
-    now = timezone.now()
-    # A plain read first: on PostgreSQL the UPDATE below would wait for the row lock that the
-    # owner's batch transaction holds, and pages must not wait for another request's indexing.
-    if Tape.objects.filter(pk=tape.pk, indexing_until__gte=now).exists():
-        return None
-    token = uuid.uuid4().hex
-    free = Q(indexing_until__isnull=True) | Q(indexing_until__lt=now)
-    # One conditional UPDATE is atomic on both engines: its row count says who won.
-    taken = Tape.objects.filter(free, pk=tape.pk).update(indexer=token, indexing_until=now + LEASE)
-    return token if taken else None
-
-
-def _indexer_fields() -> list[Field]:
-    return [f for f in Tape._meta.concrete_fields if f.name not in DISCOVERED and f.name not in LEASE_FIELDS]
-
-
-def _save(tape: Tape, lease: str) -> None:
-    """Write the indexer's fields of the tape and renew the lease, if the lease is still ours."""
-    values = {f.attname: getattr(tape, f.attname) for f in _indexer_fields()}
-    # In a batch's transaction this UPDATE comes first: it locks the row until the batch commits,
-    # so nobody can take the tape over halfway through a batch.
-    saved = Tape.objects.filter(pk=tape.pk, indexer=lease).update(
-        indexing_until=timezone.now() + LEASE, **values
-    )
-    if not saved:
-        raise LeaseLost(tape.key)
-
-
-def _release(tape: Tape, lease: str) -> None:
-    Tape.objects.filter(pk=tape.pk, indexer=lease).update(indexer="", indexing_until=None)
-    tape.indexer, tape.indexing_until = "", None
 
 
 def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:
@@ -203,11 +168,11 @@ def _set_identity(tape: Tape, st: os.stat_result) -> None:
 def _reset(tape: Tape, lease: str) -> None:
     """Forget a tape's entries and statistics; its identity in the index (key, label) stays."""
     fresh = Tape()
-    for f in _indexer_fields():
+    for f in indexer_fields():
         if f.name != "label":  # the session's label outlives a reset, as Bub's session does
             setattr(tape, f.attname, getattr(fresh, f.attname))
     with transaction.atomic():
-        _save(tape, lease)
+        save(tape, lease)
         EntryRow.objects.filter(tape=tape).delete()
         signals.tape_reset.send(sender=Tape, tape_id=tape.pk)
         Anchor.objects.filter(tape=tape).delete()
@@ -312,7 +277,7 @@ def _flush(
 ) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         # First, so a batch is written only by the tape's owner, together with its progress.
-        _save(tape, lease)
+        save(tape, lease)
         # Plain executemany: the ORM's per-row SQL compilation cost 10x the parsing (see bench/).
         cursor.executemany(_insert_sql(), rows)
         signals.entries_indexed.send(sender=Tape, tape=tape, entries=batch)

@@ -34,6 +34,8 @@ def find_tape(key: str) -> Tape:
     index.refresh(tape)
     if tape.problem == "file missing":
         raise NoSuchTape("this tape's file is gone")
+    if tape.problem.endswith(": not read"):  # the path policy refused it (see sources.paths)
+        raise NoSuchTape(f"this tape's file is {tape.problem}")
     return tape
 
 
