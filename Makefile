@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-sqlite test-postgres setup lint format bench clean
+.PHONY: run test test-sqlite test-postgres setup lint format bench load clean
 
 $(BIN)/tapeview: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,10 @@ format: setup
 ## bench: index a generated 200k-entry tape and compare with plain orjson parsing
 bench: setup
 	$(BIN)/python bench/index_rate.py
+
+## load: 30 signed-in users for 60 s against `tapeview serve` beside a live agent; fails on any 5xx
+load: setup
+	$(BIN)/python bench/load/run.py --users 30 --seconds 60
 
 clean:
 	rm -rf $(VENV) var test-artifacts bench/out
