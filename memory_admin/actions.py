@@ -17,7 +17,7 @@ from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
 from .kinds import AraliyaKv, BubZone, YachiyoMemory
 from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
-from .views import busy_page, conflict_page, refused
+from .views import busy_page, confirm_page, conflict_page, refused
 
 
 def _run(
@@ -53,6 +53,13 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
               "restore": {"version": data["version"]}, "clear": {}}[action]  # fmt: skip
     if action == "restore" and data["version"] is None:
         return refused(request, store, StoreError("say which version to restore"))
+    if action in ("clear", "restore") and not data["confirmed"]:
+        what = (
+            "Clear all memory? A new, empty version is written; the older versions stay in the tape."
+            if action == "clear"
+            else f"Restore version {data['version']}? It is written as a new version; nothing is lost."
+        )
+        return confirm_page(request, store, what)
     return _run(request, store, lambda: writes.zone_write(store, actor, action, base, **params), data["text"])
 
 
@@ -68,6 +75,8 @@ def entry_action(request: HttpRequest, key: str) -> HttpResponse:
     params = {"entry_id": data["entry_id"], "content": data["content"], "keywords": keywords}
     if data["action"] == "delete":
         params = {"entry_id": data["entry_id"]}
+        if not data["confirmed"]:
+            return confirm_page(request, store, f"Delete the memory entry {data['entry_id']}?")
     actor = Actor.of(request.user)
     return _run(
         request,
@@ -85,6 +94,8 @@ def kv_action(request: HttpRequest, key: str) -> HttpResponse:
         return refused(request, store, StoreError(form.errors.as_text()))
     data, actor = form.cleaned_data, Actor.of(request.user)
     params = {"key": data["key"], "value": data["value"]} if data["action"] == "set" else {"key": data["key"]}
+    if data["action"] == "delete" and not data["confirmed"]:
+        return confirm_page(request, store, f"Delete the key {data['key']!r}?")
     return _run(
         request, store, lambda: writes.kv_write(store, actor, data["action"], data["base_version"], **params)
     )

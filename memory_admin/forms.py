@@ -15,7 +15,13 @@ class TextEditForm(forms.Form):
     base_version = forms.CharField(widget=forms.HiddenInput, max_length=64)
 
 
-class RestoreForm(forms.Form):
+class Confirmed(forms.Form):
+    """A destructive action says it was confirmed; the first POST without it gets the question."""
+
+    confirmed = forms.BooleanField(required=False)
+
+
+class RestoreForm(Confirmed):
     version = forms.CharField(max_length=64)
     base_version = forms.CharField(max_length=64)
 
@@ -47,7 +53,7 @@ class HistoryForm(forms.Form):
     q = forms.CharField(max_length=200, required=False)
 
 
-class ZoneForm(forms.Form):
+class ZoneForm(Confirmed):
     action = forms.ChoiceField(choices=[(a, a) for a in ZONE_ACTIONS])
     base_version = forms.CharField(max_length=64)
     text = forms.CharField(required=False, strip=False)
@@ -55,7 +61,7 @@ class ZoneForm(forms.Form):
     version = forms.IntegerField(required=False, min_value=1)
 
 
-class EntryForm(forms.Form):
+class EntryForm(Confirmed):
     action = forms.ChoiceField(choices=[("add", "add"), ("edit", "edit"), ("delete", "delete")])
     base_version = forms.CharField(max_length=64)
     entry_id = forms.CharField(required=False, max_length=200)
@@ -63,7 +69,7 @@ class EntryForm(forms.Form):
     keywords = forms.CharField(required=False, max_length=2000)
 
 
-class KvForm(forms.Form):
+class KvForm(Confirmed):
     action = forms.ChoiceField(choices=[("set", "set"), ("delete", "delete")])
     base_version = forms.CharField(max_length=64)
     key = forms.CharField(max_length=1000)

@@ -150,6 +150,10 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     if not form.is_valid():
         raise Http404("no such version")
     version, base = form.cleaned_data["version"], form.cleaned_data["base_version"]
+    if not form.cleaned_data["confirmed"]:
+        return confirm_page(
+            request, store, f"Restore version {version[:16]}? It is written as a new version."
+        )
     text = ""
     try:
         text = versions.version_text(store, version)
@@ -163,6 +167,16 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     except TapeBusy as busy:
         return busy_page(request, store, busy)
     return redirect("memory_admin:store_detail", key=store.key)
+
+
+def confirm_page(request: HttpRequest, store: MemoryStore, question: str) -> HttpResponse:
+    """The question before a destructive write, with the same form to send again, confirmed.
+
+    A page, not a script's confirm(): it works without JavaScript and under the site's CSP.
+    """
+    fields = [(k, v) for k, v in request.POST.items() if k not in ("csrfmiddlewaretoken", "confirmed")]
+    ctx = {"store": store, "question": question, "fields": fields, "action": request.path}
+    return render(request, "memory_admin/confirm.html", ctx)
 
 
 def refused(request: HttpRequest, store: MemoryStore, error: Exception) -> HttpResponse:

@@ -47,7 +47,8 @@ def test_a_non_numeric_base_version_on_a_zone_write_is_a_conflict(
     store = zone()
     before = Path(store.path).read_bytes()
     r = operator_client.post(
-        f"/memory/{store.key}/zone", {"action": action, "text": "my note", "base_version": base}
+        f"/memory/{store.key}/zone",
+        {"action": action, "text": "my note", "base_version": base, "confirmed": "on"},
     )
     page = r.content.decode()
     assert r.status_code == 409
@@ -59,7 +60,8 @@ def test_a_zone_restore_of_a_version_that_is_not_a_number_is_refused(operator_cl
     store = zone()
     before = Path(store.path).read_bytes()
     r = operator_client.post(
-        f"/memory/{store.key}/zone", {"action": "restore", "version": "²", "base_version": "8"}
+        f"/memory/{store.key}/zone",
+        {"action": "restore", "version": "²", "base_version": "8", "confirmed": "on"},
     )
     assert r.status_code == 400 and "Not written" in r.content.decode()
     assert Path(store.path).read_bytes() == before
@@ -68,7 +70,9 @@ def test_a_zone_restore_of_a_version_that_is_not_a_number_is_refused(operator_cl
 def test_a_restore_of_a_zone_version_that_is_not_a_number_is_not_found(
     operator_client, memory_sources
 ) -> None:
-    r = operator_client.post(f"/memory/{zone().key}/restore", {"version": "²", "base_version": "8"})
+    r = operator_client.post(
+        f"/memory/{zone().key}/restore", {"version": "²", "base_version": "8", "confirmed": "on"}
+    )
     assert r.status_code == 404
 
 

@@ -47,6 +47,9 @@ def test_operator_edits_memory_sees_the_diff_and_restores(
 
         page.go_back()
         page.get_by_role("button", name="Restore this version").click()
+        expect(page.locator("#question")).to_contain_text("Restore version")  # asked first
+        assert user_md.read_text() != original
+        page.get_by_role("button", name="Yes, do it").click()
         expect(page.locator("#content")).not_to_contain_text("Metric units")
         assert user_md.read_text() == original
         expect(page.locator("table.audit")).to_contain_text("restore")

@@ -36,7 +36,9 @@ def test_viewers_read_memory_but_cannot_write(viewer_client, memory_sources) -> 
     assert r.status_code == 403 and Path(memory.path).read_bytes() == before
     zone = store("bub.zone")
     assert (
-        viewer_client.post(f"/memory/{zone.key}/zone", {"action": "clear", "base_version": "8"}).status_code
+        viewer_client.post(
+            f"/memory/{zone.key}/zone", {"action": "clear", "base_version": "8", "confirmed": "on"}
+        ).status_code
         == 403
     )
 
@@ -86,7 +88,8 @@ def test_restore_gives_back_the_exact_earlier_text(operator_client, memory_sourc
         r'<code id="version">(\w+)</code>', operator_client.get(f"/memory/{memory.key}/").content.decode()
     )
     r = operator_client.post(
-        f"/memory/{memory.key}/restore", {"version": first.group(1), "base_version": current.group(1)}
+        f"/memory/{memory.key}/restore",
+        {"version": first.group(1), "base_version": current.group(1), "confirmed": "on"},
     )
     assert r.status_code == 302 and path.read_text() == original
     assert list(AuditEvent.objects.values_list("action", flat=True)) == ["restore", "edit"]
@@ -163,7 +166,9 @@ def test_a_busy_tape_gets_a_retry_hint_and_nothing_is_written(
     path = Path(zone.path)
     os.utime(path)
     before = path.read_bytes()
-    r = operator_client.post(f"/memory/{zone.key}/zone", {"action": "clear", "base_version": "8"})
+    r = operator_client.post(
+        f"/memory/{zone.key}/zone", {"action": "clear", "base_version": "8", "confirmed": "on"}
+    )
     assert r.status_code == 409 and int(r["Retry-After"]) >= 1
     assert "try again" in r.content.decode() and path.read_bytes() == before
 
@@ -171,7 +176,8 @@ def test_a_busy_tape_gets_a_retry_hint_and_nothing_is_written(
 def test_prune_preview_lists_exactly_what_prune_removes(operator_client, memory_sources) -> None:
     zone = store("bub.zone")
     operator_client.post(
-        f"/memory/{zone.key}/zone", {"action": "restore", "version": "5", "base_version": "8"}
+        f"/memory/{zone.key}/zone",
+        {"action": "restore", "version": "5", "base_version": "8", "confirmed": "on"},
     )
     page = operator_client.get(f"/memory/{zone.key}/?days=30").content.decode()
     listed = re.findall(
@@ -244,7 +250,10 @@ def test_araliya_kv_values_are_set_and_deleted(operator_client, memory_sources) 
     )
     assert '"mood"' in Path(kv.path).read_text()
     version = zone_version(operator_client, kv.key)
-    operator_client.post(f"/memory/{kv.key}/kv", {"action": "delete", "key": "mood", "base_version": version})
+    operator_client.post(
+        f"/memory/{kv.key}/kv",
+        {"action": "delete", "key": "mood", "base_version": version, "confirmed": "on"},
+    )
     assert '"mood"' not in Path(kv.path).read_text()
     assert [e.action for e in AuditEvent.objects.order_by("id")] == ["kv.set", "kv.delete"]
 
@@ -260,3 +269,36 @@ def test_the_audit_log_is_for_admins_and_filters(
     page = client.get("/audit/?q=olga").content.decode()
     assert "USER.md" in page and "+audited" in page
     assert "No writes yet." in client.get("/audit/?action=kv.set").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("kind", "url", "data", "question"),
+    [
+        ("bub.zone", "zone", {"action": "clear", "base_version": "8"}, "Clear all memory?"),
+        (
+            "bub.zone",
+            "zone",
+            {"action": "restore", "version": "5", "base_version": "8"},
+            "Restore version 5?",
+        ),
+        ("araliya.kv", "kv", {"action": "delete", "key": "mood"}, "Delete the key &#x27;mood&#x27;?"),
+    ],
+)
+def test_a_destructive_action_asks_first_and_writes_only_when_confirmed(
+    operator_client, memory_sources, kind, url, data, question
+) -> None:
+    target = store(kind)
+    if kind == "araliya.kv":
+        target = MemoryStore.objects.filter(kind=kind).order_by("owner").first()
+        version = zone_version(operator_client, target.key)
+        setting = {"action": "set", "key": "mood", "value": "sunny", "base_version": version}
+        operator_client.post(f"/memory/{target.key}/kv", setting)
+        AuditEvent.objects.all().delete()
+        data = {**data, "base_version": zone_version(operator_client, target.key)}
+    before = Path(target.path).read_bytes()
+    asked = operator_client.post(f"/memory/{target.key}/{url}", data)
+    page = asked.content.decode()
+    assert asked.status_code == 200 and question in page and 'name="confirmed" value="on"' in page
+    assert Path(target.path).read_bytes() == before and not AuditEvent.objects.exists()
+    done = operator_client.post(f"/memory/{target.key}/{url}", {**data, "confirmed": "on"})
+    assert done.status_code == 302 and AuditEvent.objects.count() == 1
