@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
-from tapeview.sources import SourceSpec
+from tapeview.sources import SourceSpec, paths
 from tapeview.tapes.discovery import configured_sources
 from tapeview.tapes.models import EntryRow, Tape
 
@@ -40,9 +40,18 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
             refs = [(ref, None) for ref in DISCOVERERS[spec.kind].discover(spec.path)]
         else:
             refs = []
+        roots = _roots(spec)
         for ref, tape in refs:
-            seen.add(_upsert(spec.label, ref, tape).key)
+            # The path policy of the sources: a memory file that leads out of them is not read.
+            if any(paths.refusal(root, ref.path) is None for root in roots):
+                seen.add(_upsert(spec.label, ref, tape).key)
     MemoryStore.objects.exclude(key__in=seen).delete()
+
+
+def _roots(spec: SourceSpec) -> list[Path]:
+    """Where a source's memory may be: its folder, and for nanobot the workspace its config names."""
+    workspace = nanobot_memory.find_workspace(spec.path) if spec.kind == "nanobot" else None
+    return [spec.path, *([workspace] if workspace else [])]
 
 
 def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:

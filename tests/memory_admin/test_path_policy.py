@@ -1,0 +1,34 @@
+"""A memory file that is a link out of its source is never read, shown or searched."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memory_admin import catalog
+from memory_admin.models import MemoryStore
+
+pytestmark = pytest.mark.django_db
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def test_a_user_md_linked_to_a_secret_outside_is_not_a_store(viewer_client, settings, tmp_path: Path) -> None:
+    data = tmp_path / "nanobot"
+    shutil.copytree(FIXTURES / "nanobot_memory" / "current", data)
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$SECRETHASH:19000:0:99999:7:::\n")
+    user_md = data / "workspace" / "USER.md"
+    user_md.unlink()
+    os.symlink(secret, user_md)
+    settings.TAPEVIEW_SOURCES = f"nb=nanobot:{data}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    catalog.sync_stores()
+
+    titles = set(MemoryStore.objects.values_list("title", flat=True))
+    assert "USER.md" not in titles and "MEMORY.md" in titles
+    assert "SECRETHASH" not in viewer_client.get("/memory/").content.decode()
+    for store in MemoryStore.objects.all():
+        assert "SECRETHASH" not in viewer_client.get(f"/memory/{store.key}/").content.decode()
