@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-sqlite test-postgres setup lint format bench load clean
+.PHONY: run test test-sqlite test-postgres setup system lint format bench load clean
 
 $(BIN)/tapeview: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,15 +20,19 @@ run: setup
 	$(BIN)/tapeview demo
 	$(BIN)/tapeview serve --host $(HOST) --port $(PORT)
 
+## system: the Debian packages the tests need (Chromium, a CJK font, PostgreSQL), installed if missing
+system:
+	.ci/system-packages
+
 ## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL
 test: test-sqlite test-postgres
 
-test-sqlite: setup
+test-sqlite: setup system
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 ## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (.ci/postgres_server.py)
-test-postgres: setup
+test-postgres: setup system
 	$(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
 
 lint: setup
