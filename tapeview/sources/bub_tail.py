@@ -67,9 +67,18 @@ def read_tail(path: Path, quiet_seconds: float, stopped_seconds: float, now: Cal
         last, raw = _last_entry(f, complete_end)
     time_field = _time_field(raw) if raw is not None else "date"
     if residue:
-        # The writer died mid-line and nothing grew since, so no burst is in progress.
-        reason = "idle (an unfinished line from a crash ends the tape: the new entries start on a new line)"
-        return Tail(*here, "idle", reason, 0.0, True, last, time_field)
+        # A writer died mid-line: the turn it was writing never ended (formats/bub.md §4, rule 4).
+        # Waiting cannot tell a crash from a slow writer, so this is busy until it has been still
+        # for long; then it looks stopped, and only an operator's confirmation appends (after a
+        # newline, so nothing is glued onto the residue).
+        if age >= stopped_seconds:
+            reason = (
+                "the agent looks stopped: an unfinished line from a crash ends the tape and it has been "
+                f"still for {_duration(age)}"
+            )
+            return Tail(*here, "stopped", reason, STOPPED_RETRY, True, last, time_field)
+        reason = "an unfinished line ends the tape (a writer crashed mid-turn, or is very slow)"
+        return Tail(*here, "busy", reason, MID_TURN_RETRY, True, last, time_field)
     if last is not None and not is_terminal(last):
         if age >= stopped_seconds:
             reason = (

@@ -12,7 +12,7 @@ import pytest
 
 from tapeview.sources import bub_append, bub_tail
 from tapeview.sources.bub import scan
-from tapeview.sources.bub_append import append, handoff, idle_state
+from tapeview.sources.bub_append import append, append_state, handoff, idle_state
 from tapeview.sources.model import TapeBusy, TapeNotFound
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "bub"
@@ -228,13 +228,25 @@ def test_a_missing_tape_is_not_found_and_not_created(tmp_path: Path) -> None:
     assert not path.exists()
 
 
-def test_crash_residue_gets_a_newline_first_and_stays_unreadable(tmp_path: Path) -> None:
+def test_crash_residue_is_a_turn_that_never_ended(tmp_path: Path) -> None:
     path = sample(tmp_path, "truncated_last_line_CRASH.jsonl", age=60)
     before = path.read_bytes()
-    assert not before.endswith(b"\n")
-    assert idle_state(path)[0]
+    idle, reason = idle_state(path)
+    assert not idle and "unfinished line" in reason
+    with pytest.raises(TapeBusy):
+        handoff(path, "phase/x", {}, now_iso=DATE)
+    assert path.read_bytes() == before
 
-    written = handoff(path, "phase/recovered", {"summary": "after the crash"}, now_iso=DATE)
+
+def test_crash_residue_gets_a_newline_first_and_stays_unreadable(tmp_path: Path) -> None:
+    path = sample(tmp_path, "truncated_last_line_CRASH.jsonl", age=3600)
+    before = path.read_bytes()
+    assert not before.endswith(b"\n")
+    assert append_state(path, stopped_seconds=600).status == "stopped"
+
+    written = handoff(
+        path, "phase/recovered", {"summary": "after the crash"}, now_iso=DATE, allow_stopped=True
+    )
 
     data = path.read_bytes()
     assert data[: len(before) + 1] == before + b"\n"

@@ -112,7 +112,7 @@ def test_a_failed_write_after_crash_residue_keeps_the_residue_as_it_was(
     failing_write(monkeypatch, 1)  # just the newline that would have closed the residue
 
     with pytest.raises(WriteFailed):
-        handoff(path, "phase/recovered", {}, now_iso=DATE)
+        handoff(path, "phase/recovered", {}, now_iso=DATE, stopped_seconds=0, allow_stopped=True)
 
     assert path.read_bytes() == before and not before.endswith(b"\n")
 
