@@ -18,6 +18,8 @@ from .bub_lines import (
     DISPLAY_PARSE_LIMIT,
     DISPLAY_PREVIEW_BYTES,
     PREVIEW_BYTES,
+    SCAN_PARSE_LIMIT,
+    big_line,
     is_tool_error,
     parse_line,
     preview,
@@ -79,13 +81,31 @@ def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     with open_file(path) as f:
         f.seek(start)
         offset, pos = start, first_pos
-        for raw in f:
+        while raw := f.readline(SCAN_PARSE_LIMIT):
+            if not raw.endswith(b"\n") and len(raw) == SCAN_PARSE_LIMIT:
+                # A line too long to parse whole: read on to its end keeping only its head, so
+                # memory stays bounded whatever the agent wrote (formats: a 50 MB payload).
+                length = _skip_to_newline(f, len(raw))
+                if length is None:
+                    return
+                yield big_line(raw[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
+                offset, pos = offset + length, pos + 1
+                continue
             if not raw.endswith(b"\n"):
                 return
             if raw.strip():
                 yield parse_line(raw, pos, offset)
             offset += len(raw)
             pos += 1
+
+
+def _skip_to_newline(f, length: int) -> int | None:
+    """Read past the rest of a line; its whole length, or None if it is unfinished."""
+    while chunk := f.readline(1 << 20):
+        length += len(chunk)
+        if chunk.endswith(b"\n"):
+            return length
+    return None
 
 
 def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:

@@ -9,7 +9,6 @@ that fails or falls short is taken back, so the tape is left exactly as it was.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .bub_format import encode as encode  # the writers of zones encode with it too
 from .bub_tail import MID_TURN_RETRY, read_tail
 from .bub_tail import is_terminal as is_terminal  # imported from here by tests/tapes/agent.py
 from .model import AgentStopped, AppendState, TapeBusy, TapeNotFound, WriteFailed
@@ -156,11 +156,6 @@ def handoff(
         allow_stopped=allow_stopped,
         now=now,
     )
-
-
-def encode(entries: list[dict]) -> bytes:
-    """Lines exactly as Bub writes them: default separators, raw UTF-8, one newline each."""
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode("utf-8")
 
 
 def _checked(entries: list[dict], next_id: int) -> list[dict]:

@@ -6,6 +6,7 @@ str and `payload` a dict; `date` (ISO) else `timestamp` (epoch) else time unknow
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import orjson
@@ -15,6 +16,9 @@ from .model import Entry, unreadable
 PREVIEW_BYTES = 600
 # Entries bigger than this are not parsed for display; their first bytes are shown instead.
 DISPLAY_PARSE_LIMIT = 2 * 1024 * 1024
+# Longer lines are indexed from their head (id, kind) and never parsed whole.
+SCAN_PARSE_LIMIT = 4 * 1024 * 1024
+_HEAD = re.compile(rb'^\{"id": (-?\d{1,18}), "kind": "([A-Za-z_.\-]{1,40})"')
 DISPLAY_PREVIEW_BYTES = 64 * 1024
 NON_PHASE_PREFIXES = ("memory/", "spill/")
 GLUE_MARK = b'{"id": '
@@ -125,6 +129,19 @@ def salvage(raw_preview: str) -> str:
 
 def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
     return unreadable(pos, offset, len(raw), problem, preview(raw))
+
+
+def big_line(head: bytes, pos: int, offset: int, length: int) -> Entry:
+    """A line too long to parse, indexed by what its head says (Bub writes `id` and `kind` first)."""
+    m = _HEAD.match(head)
+    if m is None:
+        return unreadable(
+            pos, offset, length, f"a line of {length:,} bytes without an entry's head", preview(head)
+        )
+    entry = too_big(head, pos, offset, length)
+    entry.id, entry.kind = int(m[1]), m[2].decode()
+    entry.is_error = entry.kind == "error"
+    return entry
 
 
 def too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:

@@ -102,6 +102,11 @@ class Entry:
     def is_anchor(self) -> bool:
         return self.kind == "anchor" and self.readable
 
+    @property
+    def reports_usage(self) -> bool:
+        """Whether the agent recorded token usage here (a run's usage, nanobot's last turn)."""
+        return self.prompt_tokens is not None or self.tokens > 0
+
 
 def unreadable(pos: int, offset: int, length: int, problem: str, preview: str, **extra: Any) -> Entry:
     """A line (or document) the agent's own reader would skip, kept so the user sees it."""

@@ -80,6 +80,7 @@ def _metadata(record: dict, raw: bytes, pos: int, offset: int) -> Entry:
         date=date,
         payload=record,
         problem=problem,
+        tokens=_total(usage),
         prompt_tokens=_int_or_none(usage.get("input_tokens")),
         cached_tokens=_int_or_none(usage.get("cache_read_tokens")),
         context=False,
@@ -189,6 +190,16 @@ def is_int(value: object) -> bool:
 
 def _int_or_none(value: object) -> int | None:
     return value if is_int(value) else None
+
+
+def _total(usage: dict) -> int:
+    """The tokens of nanobot's last turn (`_last_usage`, formats/nanobot.md §2.4): its only usage record."""
+    total = _int_or_none(usage.get("total_tokens"))
+    if total is None:
+        total = (_int_or_none(usage.get("input_tokens")) or 0) + (
+            _int_or_none(usage.get("output_tokens")) or 0
+        )
+    return max(0, total)
 
 
 def replay_text(content: str) -> str:
