@@ -1,19 +1,36 @@
-"""Every write to a memory store, each kept as a revision and recorded in the audit log."""
+"""Every write to a memory store, each kept as a revision and recorded in the audit log.
+
+A write's audit row is made before the write touches the file, as a pending intent that names
+the version the file is about to get, and is settled after it. A writer killed in between
+leaves a pending row, which the next write of the store settles by looking at the file:
+written if the file holds (or held) that version, else not written once its writer is gone.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from tapeview.accounts import audit
 from tapeview.accounts.audit import Actor, record
+from tapeview.accounts.models import AuditEvent
+from tapeview.sources import TapeBusy
 
 from . import diff
 from .catalog import sync_stores
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of, require
 from .models import MemoryStore
+from .stores import bub_zone
 from .stores.bub_zone import memory_sidecar
-from .stores.model import Snapshot, StoreError
+from .stores.files import announcing
+from .stores.model import Snapshot, StaleEdit, StoreError
 from .versions import snapshot
+
+log = logging.getLogger(__name__)
+
+# Raised before a write begins: nothing was written, and a refusal is not a write to log.
+REFUSALS = (StaleEdit, StoreError, TapeBusy, LookupError)
 
 
 def save_text(store: MemoryStore, text: str, base_version: str, actor: Actor) -> Snapshot:
@@ -33,6 +50,7 @@ def replace_long_term(store: MemoryStore, text: str, base_version: str, actor: A
         actor,
         adapter.long_term_action,
         lambda: adapter.write_long_term(store, text, base_version, actor.name),
+        expect=_next_zone(store, base_version),
     )
 
 
@@ -46,6 +64,7 @@ def restore(store: MemoryStore, version: str, base_version: str, actor: Actor) -
         actor,
         adapter.restore_action,
         lambda: adapter.restore(store, version, base_version, actor.name),
+        expect=_next_zone(store, base_version),
         version=version,
     )
 
@@ -58,6 +77,7 @@ def zone_write(store: MemoryStore, actor: Actor, action: str, base_version: str,
         actor,
         f"zone.{action}",
         lambda: zone.apply(store, action, base_version, **params),
+        expect=_next_zone(store, base_version),
         **_public(params),
     )
 
@@ -66,7 +86,11 @@ def zone_move(store: MemoryStore, actor: Actor, base_version: str) -> Snapshot:
     """Keep the zone in its memory sidecar from now on (BubZone.move)."""
     zone = require(store, BubZone)
     sidecar = memory_sidecar(Path(store.tape.path))
-    snap = _written(store, actor, "zone.move", lambda: zone.move(store, base_version), target=sidecar.name)
+    existing = bub_zone.current_zone(sidecar)
+    expect = str((existing.version if existing else 0) + 1)  # as copy_zone numbers it
+    snap = _written(
+        store, actor, "zone.move", lambda: zone.move(store, base_version), expect=expect, target=sidecar.name
+    )
     sync_stores()  # the store's file is now the sidecar
     return snap
 
@@ -96,24 +120,118 @@ def kv_write(store: MemoryStore, actor: Actor, action: str, base_version: str, *
 
 
 def _written(
-    store: MemoryStore, actor: Actor, action: str, write: Callable[[], object], **detail
+    store: MemoryStore, actor: Actor, action: str, write: Callable[[], object], *, expect: str = "", **detail
 ) -> Snapshot:
-    """Run one write, then record what it changed in the revisions and the audit log."""
+    """Run one write, recorded first as an intent and settled after; return the store as written.
+
+    `expect`: the version the write gives the store, where it is known before the write (a zone's
+    next number); a file rewrite names its own just before its rename (files.announcing).
+    """
     before = snapshot(store)
-    write()
-    after = snapshot(store, "written")
+    subject = f"store:{store.key}"
+    settle_intents(store)
     title = store.title
-    record(
+    intent = record(
         actor,
         action,
-        subject=f"store:{store.key}",
+        subject=subject,
         target=f"{store.source}: {title} ({store.owner})",
         before=before.version,
+        after=expect,
+        detail={**kind_of(store).audit_detail(store), **detail},
+        outcome=audit.PENDING,
+    )
+    try:
+        with announcing(lambda _path, version: audit.expect(intent, version)):
+            write()
+    except BaseException as exc:
+        _settle_failed(store, intent, exc)
+        raise
+    try:
+        after = snapshot(store, "written")
+    except BaseException:
+        audit.settle(intent, audit.WRITTEN, why="written; reading it back failed")
+        raise
+    audit.settle(
+        intent,
+        audit.WRITTEN,
         after=after.version,
         diff=diff.unified(before.text, after.text, f"{title}@{before.version}", f"{title}@{after.version}"),
-        detail={**kind_of(store).audit_detail(store), **detail},
     )
     return after
+
+
+def settle_intents(store: MemoryStore) -> None:
+    """Settle the pending audit rows of writers that stopped mid-write (killed, or the host died).
+
+    Written if the file holds their version now, or was seen holding it since; not written if
+    not, once their writer is gone. Rows of writers still at work are left to them.
+    """
+    intents = list(audit.intents_of(f"store:{store.key}"))
+    if not intents:
+        return
+    now = _on_disk(store)
+    for event in intents:
+        if event.after and (
+            event.after == now.version
+            or store.revisions.filter(version=event.after, seen_at__gte=event.at).exists()
+        ):
+            why = "confirmed later: the file held its version"
+            audit.settle(event, audit.WRITTEN, why=why, diff=_confirmed_diff(store, event, now))
+        elif audit.abandoned(event):
+            audit.settle(event, audit.NOT_WRITTEN, why="its writer stopped before the file held its version")
+
+
+def _settle_failed(store: MemoryStore, intent: AuditEvent, exc: BaseException) -> None:
+    """What became of a write that raised: refused, failed, written after all, or unknown yet."""
+    if isinstance(exc, REFUSALS):
+        audit.withdraw(intent)
+        return
+    why = str(exc) or type(exc).__name__
+    try:
+        now: Snapshot | None = _on_disk(store)
+    except Exception:
+        now = None
+    if intent.after and now is None:
+        # It may have reached the file: the next write of this store looks and settles it.
+        log.warning("a write to %s failed (%s) and the file could not be read back", store.path, why)
+    elif intent.after and now is not None and now.version == intent.after:
+        audit.settle(intent, audit.WRITTEN, why=f"written, then: {why}")
+    else:
+        audit.settle(intent, audit.FAILED, why=why)
+
+
+def _on_disk(store: MemoryStore) -> Snapshot:
+    """What the store's file holds now, read from the file (a zone's index may lag behind it)."""
+    if isinstance(kind_of(store), BubZone):
+        zone = bub_zone.current_zone(Path(store.path))
+        return Snapshot(str(zone.version) if zone else "missing", bub_zone.zone_text(zone))
+    return kind_of(store).read(store)
+
+
+def _next_zone(store: MemoryStore, base_version: str) -> str:
+    """The version a zone edit gives the zone: one past the base, which it must still have."""
+    if not isinstance(kind_of(store), BubZone):
+        return ""
+    if base_version in ("missing", "none", ""):
+        return "1"
+    if base_version.isascii() and base_version.isdigit() and len(base_version) < 18:
+        return str(int(base_version) + 1)
+    return ""  # refused as stale before anything is written
+
+
+def _confirmed_diff(store: MemoryStore, event: AuditEvent, now: Snapshot) -> str:
+    """The diff of a write confirmed later, from the versions kept as revisions ("" if one is not)."""
+    kept = store.revisions.filter(version__in=[event.before, event.after])
+    texts = dict(kept.values_list("version", "text"))
+    texts["missing"] = ""
+    texts[now.version] = now.text
+    if event.before not in texts or event.after not in texts:
+        return ""
+    title = store.title
+    return diff.unified(
+        texts[event.before], texts[event.after], f"{title}@{event.before}", f"{title}@{event.after}"
+    )
 
 
 def _public(params: dict) -> dict:

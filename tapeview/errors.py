@@ -6,8 +6,13 @@ an unknown URL (404), a refusal raised outside the API (403), a crash (500).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views import defaults
+
+from tapeview.sources import WriteFailed
 
 MESSAGES = {
     400: "bad request: the body is too large or malformed",
@@ -39,3 +44,24 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     return _json(request, 500) or defaults.server_error(request)
+
+
+class WriteFailedMiddleware:
+    """A write the disk refused (full, I/O error) is 507 with what happened, on every page.
+
+    The writers leave the file as it was and raise WriteFailed; this is the one place that tells
+    the user, instead of a 500 that says nothing.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, WriteFailed):
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": str(exception)}, status=507)
+        return render(request, "write_failed.html", {"error": exception}, status=507)

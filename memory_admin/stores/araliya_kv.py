@@ -128,6 +128,13 @@ def read(ref: StoreRef) -> Snapshot:
     return Snapshot(version_of(raw), render(pairs), pairs)
 
 
+def stamps(ref: StoreRef) -> dict[str, str]:
+    """When kv_set last wrote each key (its `ts`), where the file's layout keeps it (c70cf58's does)."""
+    raw = read_bytes(ref.path)
+    kv = None if raw is None else parse(raw)
+    return {key: ts for key, _, ts in kv.entries} if kv is not None and kv.entries is not None else {}
+
+
 def render(pairs: list[KvPair]) -> str:
     """One `key: value` line per pair; a value's further lines are indented by two spaces."""
     lines = []
@@ -222,7 +229,13 @@ def _load_for_write(ref: StoreRef, expected_version: str) -> KvFile:
 
 def _write(ref: StoreRef, kv: KvFile, expected_version: str) -> str:
     try:
-        return replace_if_unchanged(ref.path, kv.dump(), expected_version)
+        data = kv.dump()
+    except UnicodeEncodeError:
+        raise StoreError(
+            "kv.json holds a lone surrogate, which araliya cannot read: nothing was written"
+        ) from None
+    try:
+        return replace_if_unchanged(ref.path, data, expected_version)
     except StaleEdit:
         raise _stale(read_bytes(ref.path)) from None
 

@@ -151,15 +151,18 @@ def _mutate(
         long_term, daily = new
         version = (zone.version if zone else 0) + 1
         stamp = _moment(now).isoformat()
-        written = append(
-            path,
-            lambda nid: _zone_lines(nid, version, long_term, daily, stamp),
-            quiet_seconds=quiet_seconds,
-            now=clock,
-            # The version was checked against the file at this size: any growth since means a re-read.
-            expect_size=snap.size,
-            create=path.name.endswith(SIDECAR_SUFFIX),
-        )
+        try:
+            written = append(
+                path,
+                lambda nid: _zone_lines(nid, version, long_term, daily, stamp),
+                quiet_seconds=quiet_seconds,
+                now=clock,
+                # The version was checked against the file at this size: any growth since means a re-read.
+                expect_size=snap.size,
+                create=path.name.endswith(SIDECAR_SUFFIX),
+            )
+        except ValueError as exc:  # text a line cannot hold as the agent reads it back
+            raise StoreError(str(exc)) from None
     return _written_zone(written, snap)
 
 

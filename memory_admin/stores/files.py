@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+
+from tapeview.sources.model import WriteFailed
 
 from . import locks
 from .model import StaleEdit, version_of
+
+log = logging.getLogger(__name__)
+
+TEMP_SUFFIX = ".tapeview.tmp"
+# Called with (path, new version) just before a rewrite's rename: see `announcing`.
+Announce = Callable[[Path, str], None]
+_announce: ContextVar[Announce | None] = ContextVar("announce", default=None)
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -17,6 +31,21 @@ def read_bytes(path: Path) -> bytes | None:
         return None
 
 
+@contextmanager
+def announcing(callback: Announce) -> Iterator[None]:
+    """Within this block each rewrite calls `callback(path, new_version)` right before its rename.
+
+    The last moment at which nothing has changed yet: the audit log notes there the version it
+    is about to find, so a writer killed after the rename leaves a row that says what it wrote.
+    If the callback raises, the rewrite is abandoned and the file stays as it was.
+    """
+    token = _announce.set(callback)
+    try:
+        yield
+    finally:
+        _announce.reset(token)
+
+
 def replace_if_unchanged(path: Path, data: bytes, expected_version: str, *, mode: int | None = None) -> str:
     """Write `data` to `path` only if the file still has `expected_version`; return the new version.
 
@@ -24,31 +53,110 @@ def replace_if_unchanged(path: Path, data: bytes, expected_version: str, *, mode
     over the old file, so a reader (or a crash) sees the old file or the new one, never a mix.
     The file's mode is kept. Check, write and rename happen under the file's lock (locks.hold),
     so of two Tapeview writers with the same base only one writes; the other gets StaleEdit.
-    A failed write leaves the file as it was and no temporary file behind.
+    A failed write (a full disk, an I/O error) raises WriteFailed and leaves the file as it was
+    and no temporary file behind; one left by a writer killed mid-write goes at the next write.
     """
     with locks.hold(path):
+        remove_residue(path)
         current = read_bytes(path)
         if version_of(current) != expected_version:
             raise StaleEdit(_text(current), version_of(current))
         if mode is None:
             mode = path.stat().st_mode & 0o7777 if current is not None else 0o644
-        tmp = _write_temp(path, data, mode)
         try:
-            # The agent takes no lock: look once more, as late as possible, before the rename.
-            current = read_bytes(path)
-            if version_of(current) != expected_version:
-                raise StaleEdit(_text(current), version_of(current))
-            os.replace(tmp, path)
-        except BaseException:
+            tmp = _write_temp(path, data, mode)
+        except OSError as exc:
+            raise _failed(path, exc) from exc
+        try:
+            announce = _announce.get()
+            if announce is not None:
+                announce(path, version_of(data))
+            with _watching(path) as replaced:
+                # The agent takes no lock: look once more, as late as possible (nothing slow
+                # between this look and the rename), before replacing the file.
+                current = read_bytes(path)
+                if version_of(current) != expected_version:
+                    raise StaleEdit(_text(current), version_of(current))
+                os.replace(tmp, path)
+                _after_rename(path, data, mode, replaced)
+        except BaseException as exc:
             tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+                raise _failed(path, exc) from exc
             raise
     _fsync_dir(path.parent)
     return version_of(data)
 
 
+@contextmanager
+def _watching(path: Path) -> Iterator[list]:
+    """Keep the file that is about to be replaced open, to see afterwards whether it was written.
+
+    nanobot writes its memory files in place, with no lock (formats/nanobot.md §4): a write of
+    its that lands between our last look and the rename goes into the file we replace.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        yield []
+        return
+    try:
+        st = os.fstat(fd)
+        found: list = [fd, (st.st_size, st.st_mtime_ns)]
+        yield found
+    finally:
+        os.close(fd)
+
+
+def _after_rename(path: Path, data: bytes, mode: int, replaced: list) -> None:
+    """Never lose the agent's write silently: a write into the old file in the window is put back,
+    and the edit is reported as a conflict (StaleEdit) instead of as saved."""
+    if replaced:
+        fd, seen = replaced
+        st = os.fstat(fd)
+        if (st.st_size, st.st_mtime_ns) != seen:
+            theirs = os.pread(fd, st.st_size, 0)
+            os.replace(_write_temp(path, theirs, mode), path)
+            raise StaleEdit(_text(theirs), version_of(theirs))
+    now = read_bytes(path)
+    if now != data:  # the agent wrote over ours right after the rename: theirs stands
+        raise StaleEdit(_text(now), version_of(now))
+
+
+def temp_files(path: Path) -> list[Path]:
+    """The temporary files of rewrites of `path` that are in its directory now."""
+    # Exactly tempfile's names (prefix, 8 characters, suffix): a file named "MEMORY.md.old" has
+    # temporaries of its own, and they are not MEMORY.md's.
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}")
+    try:
+        entries = os.scandir(path.parent)
+    except OSError:
+        return []
+    with entries:
+        return [
+            Path(e.path) for e in entries if pattern.fullmatch(e.name) and e.is_file(follow_symlinks=False)
+        ]
+
+
+def remove_residue(path: Path) -> None:
+    """Remove the temporary files that writers of `path` killed mid-write left behind.
+
+    Only under the file's lock: every temporary file is made and renamed by a writer holding
+    it, so one found while we hold it has no live writer; it is residue, never the agent's.
+    """
+    with locks.hold(path):
+        for tmp in temp_files(path):
+            try:
+                tmp.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                log.warning("could not remove %s, left by a writer that stopped", tmp, exc_info=True)
+
+
 def _write_temp(path: Path, data: bytes, mode: int) -> Path:
     """`data` in a new temporary file beside `path`, on disk; removed again if anything fails."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tapeview.tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     tmp = Path(name)
     try:
         try:
@@ -65,13 +173,22 @@ def _write_temp(path: Path, data: bytes, mode: int) -> Path:
     return tmp
 
 
+def _failed(path: Path, exc: OSError) -> WriteFailed:
+    why = exc.strerror or str(exc) or type(exc).__name__
+    return WriteFailed(f"{path.name} could not be written ({why}): it was left as it was", errno=exc.errno)
+
+
 def _fsync_dir(directory: Path) -> None:
+    """Flush the rename to disk. The new file is in place already, and every reader sees it: a
+    failure here is logged, not raised, since raising would report a write that happened as lost."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
         return
     try:
         os.fsync(fd)
+    except OSError:
+        log.warning("renamed a new version into %s, but could not flush the folder", directory, exc_info=True)
     finally:
         os.close(fd)
 

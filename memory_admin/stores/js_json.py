@@ -42,6 +42,8 @@ def _is_index(key: str) -> bool:
 
 
 def _js_string(text: str) -> str:
+    # A high and a low half side by side are one character to JavaScript (its strings are UTF-16).
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     out = json.dumps(text, ensure_ascii=False)  # the same escapes as JSON.stringify...
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)  # ...which escapes lone halves
 

@@ -179,4 +179,7 @@ def _encode(text: str, current: bytes | None) -> bytes:
         text = text.rstrip("\r\n")
     elif text and not text.endswith("\n"):
         text += newline
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreError("the text holds a lone surrogate, which a UTF-8 file cannot hold") from None

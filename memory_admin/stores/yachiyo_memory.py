@@ -87,6 +87,13 @@ def render(entries: Iterable[dict]) -> str:
     return "\n".join(blocks)
 
 
+def blocks(ref: StoreRef) -> list[tuple[MemoryEntry, str]]:
+    """Each entry in file order with its block of the store's text (the text is these, a blank line apart)."""
+    raw = read_bytes(ref.path)
+    entries = [] if raw is None else _raw_entries(_parse(raw, for_display=True))
+    return [(_entry(e), render([e])) for e in entries]
+
+
 def add_entry(
     ref: StoreRef,
     content: str,

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from .models import AuditEvent
+
+PENDING, WRITTEN, FAILED, NOT_WRITTEN = (
+    AuditEvent.PENDING,
+    AuditEvent.WRITTEN,
+    AuditEvent.FAILED,
+    AuditEvent.NOT_WRITTEN,
+)
+# A write takes milliseconds and waits at most seconds for a lock: an intent this old, still
+# pending, belongs to a writer that is gone, even one on another host or whose pid was reused.
+ABANDONED_AFTER = timedelta(minutes=2)
+WHY_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -31,8 +47,15 @@ def record(
     after: str = "",
     diff: str = "",
     detail: dict | None = None,
+    outcome: str = WRITTEN,
+    why: str = "",
 ) -> AuditEvent:
-    """One audit row for one write: call it in the same transaction as the write's other records."""
+    """One audit row for one write.
+
+    A write that a crash could cut short records its intent first (`outcome` PENDING) and settles
+    it afterwards (`settle`), so that no write that happened is ever missing from the log. The
+    intent must be committed before the write starts: record it outside any atomic block.
+    """
     return AuditEvent.objects.create(
         user=actor.user if actor.user is not None and actor.user.pk else None,
         actor=actor.name,
@@ -43,9 +66,64 @@ def record(
         after=after,
         diff=diff,
         detail=detail or {},
+        outcome=outcome,
+        why=why[:WHY_CHARS],
+        writer=_this_writer() if outcome == PENDING else "",
     )
+
+
+def expect(event: AuditEvent, after: str) -> None:
+    """Note the version a pending write is about to give the file (just before it does)."""
+    event.after = after
+    event.save(update_fields=["after"])
+
+
+def settle(event: AuditEvent, outcome: str, *, why: str = "", **fields: object) -> AuditEvent:
+    """What became of a pending write: WRITTEN, FAILED (an error stopped it) or NOT_WRITTEN.
+
+    `fields`: what is known only now (after, diff, detail).
+    """
+    event.outcome, event.why, event.writer = outcome, why[:WHY_CHARS], ""
+    for name, value in fields.items():
+        setattr(event, name, value)
+    event.save(update_fields=["outcome", "why", "writer", *fields])
+    return event
+
+
+def withdraw(event: AuditEvent) -> None:
+    """Take back an intent whose write was refused before it began (a conflict, a busy tape).
+
+    A refusal writes nothing, and the log keeps writes, not refusals; only a pending row goes.
+    """
+    if event.outcome == PENDING:
+        event.delete()
+
+
+def intents_of(subject: str) -> QuerySet[AuditEvent]:
+    """The pending rows of one store or tape, oldest first."""
+    return AuditEvent.objects.filter(subject=subject, outcome=PENDING).order_by("at", "id")
+
+
+def abandoned(event: AuditEvent) -> bool:
+    """Whether a pending row's writer is gone: its process on this host has ended, or it is old."""
+    if timezone.now() - event.at > ABANDONED_AFTER:
+        return True
+    host, _, pid = event.writer.rpartition(" ")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another host's writer: only its age tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists, under another user
+    return False
 
 
 def events_of(subject: str):
     """The audit rows of one store or tape, newest first."""
     return AuditEvent.objects.filter(subject=subject)
+
+
+def _this_writer() -> str:
+    return f"{socket.gethostname()} {os.getpid()}"

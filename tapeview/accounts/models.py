@@ -46,7 +46,19 @@ class ApiToken(models.Model):
 
 
 class AuditEvent(models.Model):
-    """One write made through Tapeview: who, when, what it wrote to, the versions before and after."""
+    """One write made through Tapeview: who, when, what it wrote to, the versions before and after.
+
+    A memory write is recorded before it touches the file, as a pending intent, and settled after:
+    so a writer killed mid-write leaves a pending row, never a write with no row at all.
+    """
+
+    PENDING, WRITTEN, FAILED, NOT_WRITTEN = "pending", "written", "failed", "not written"
+    OUTCOMES = [
+        (PENDING, "pending"),  # recorded before the write; not settled yet
+        (WRITTEN, "written"),
+        (FAILED, "failed"),  # an error stopped it before the file changed
+        (NOT_WRITTEN, "not written"),  # its writer stopped, and the file never held its version
+    ]
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
@@ -60,6 +72,15 @@ class AuditEvent(models.Model):
     after = models.CharField(max_length=64, blank=True)
     diff = models.TextField(blank=True)
     detail = models.JSONField(default=dict, blank=True)
+    # Rows made before outcomes were kept are all of writes that happened: hence the default.
+    outcome = models.CharField(max_length=20, choices=OUTCOMES, default=WRITTEN)
+    why = models.CharField(max_length=300, blank=True)  # the error, or how the outcome was learnt
+    writer = models.CharField(max_length=300, blank=True)  # "<host> <pid>" of a pending write's process
 
     class Meta:
         ordering = ["-at", "-id"]
+
+    @property
+    def outcome_text(self) -> str:
+        """The outcome as the audit page shows it: "written", "failed: No space left on device", ..."""
+        return f"{self.outcome}: {self.why}" if self.why else self.outcome
