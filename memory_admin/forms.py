@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.http import QueryDict
 
 PRUNE_DAYS = 30  # the agent's own default for `memory.prune`
 ZONE_ACTIONS = ("long_term", "daily", "prune", "clear", "restore", "move")
@@ -35,6 +36,31 @@ class StoreListForm(forms.Form):
     """`?kind=`: a kind or its family (`nanobot`)."""
 
     kind = forms.CharField(max_length=40, required=False)
+
+
+class AsOfForm(forms.Form):
+    """`?as_of=` a time, or `?tape=` with `&anchor=` (a position or a name) or `&pos=`: the store then."""
+
+    FIELDS = ("as_of", "tape", "anchor", "pos")
+    as_of = forms.DateTimeField(required=False)
+    tape = forms.CharField(max_length=32, required=False)
+    anchor = forms.CharField(max_length=300, required=False)
+    pos = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
+
+    @classmethod
+    def asked(cls, query: QueryDict) -> bool:
+        return any(query.get(name) for name in cls.FIELDS)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("tape"):
+            if not (data.get("anchor") or data.get("pos")):
+                raise forms.ValidationError("name an anchor (&anchor=) or an entry (&pos=) of the tape")
+        elif data.get("anchor") or data.get("pos"):
+            raise forms.ValidationError("an anchor or an entry needs its tape (&tape=)")
+        elif not data.get("as_of") and "as_of" not in self.errors:
+            raise forms.ValidationError("give a time, or a tape's anchor or entry")
+        return data
 
 
 class EmptyForm(forms.Form):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import actions, views
+from . import actions, past_pages, views
 
 app_name = "memory_admin"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("<str:key>/edit", views.store_edit, name="store_edit"),
     path("<str:key>/preview", views.store_preview, name="store_preview"),
     path("<str:key>/diff", views.store_diff, name="store_diff"),
+    path("<str:key>/blame", past_pages.store_blame, name="store_blame"),
     path("<str:key>/restore", views.store_restore, name="store_restore"),
     path("<str:key>/zone", actions.zone_action, name="zone_action"),
     path("<str:key>/entries", actions.entry_action, name="entry_action"),

@@ -13,9 +13,9 @@ from tapeview.sources import TapeBusy
 from tapeview.tapes import discovery, index
 from tapeview.tapes.models import Tape
 
-from . import diff, versions, writes
+from . import diff, past_pages, versions, writes
 from .catalog import sync_stores
-from .forms import DiffForm, RestoreForm, StoreListForm, TextEditForm
+from .forms import AsOfForm, DiffForm, RestoreForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
 from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
@@ -42,13 +42,16 @@ def _store(key: str) -> MemoryStore:
 
 
 def store_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """One store: its content, its versions and the changes made through Tapeview.
+    """One store: its content, its versions and the changes made through Tapeview (with `?as_of=`
+    or `?tape=`: the store as it was then, past_pages.store_as_of).
 
     Template `memory_admin/store_detail.html`: `store`, `adapter` (its kind), `snap`, `revisions`,
     `audit`, `versions`, `filters` (the adapter's query form), then what the adapter adds for its
     partial; an unreadable store gets `problem` instead of `snap`.
     """
     store = _store(key)
+    if AsOfForm.asked(request.GET):
+        return past_pages.store_as_of(request, store)
     adapter = kind_of(store)
     filters = adapter.filters(request.GET)
     filters.is_valid()  # a bad value is shown as the form's error; the page keeps its defaults

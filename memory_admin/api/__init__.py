@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from django.http import Http404, HttpRequest
 from ninja import Query, Router, Status
 
@@ -10,13 +12,16 @@ from tapeview.tapes import discovery
 from tapeview.tapes.api.cursor import offset_page
 from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
-from .. import versions, writes
+from .. import asof, versions, writes
+from ..blame import blame
 from ..catalog import sync_stores
 from ..diff import unified
 from ..kinds import kind_of
 from ..models import MemoryStore
-from ..stores.model import Snapshot, StaleEdit
+from ..stores.model import Snapshot, StaleEdit, StoreError
 from .schemas import (
+    AsOfIn,
+    BlamePageOut,
     ConflictOut,
     DiffOut,
     LongTermIn,
@@ -84,13 +89,36 @@ def list_stores(request: HttpRequest, filters: Query[StoreFilters]) -> dict:
 
 
 @router.get("/{store_id}", response=responses({200: StoreDetailOut}, 400, 404))
-def get_store(request: HttpRequest, store_id: str) -> dict:
+def get_store(request: HttpRequest, store_id: str, past: Query[AsOfIn]) -> dict:
     """The store's current content and its `version`, which an edit must send back as `base_version`.
 
-    400 when the agent's file cannot be read (corrupt, or nested too deep).
+    With `as_of`: the newest version seen at or before that time (404 before the first). 400 when
+    the agent's file cannot be read (corrupt, or nested too deep).
     """
     store = _store(store_id)
-    return _detail(store, versions.snapshot(store))
+    if past.as_of is None:
+        return _detail(store, versions.snapshot(store))
+    point = asof.Point.at(past.as_of)
+    with suppress(StoreError):  # the version on disk now joins the history, if the file is readable
+        versions.snapshot(store)
+    try:
+        step = asof.version_at(store, point)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    return {**_detail(store, asof.snapshot_of(step)), "version": step.version, "as_of": point.when}
+
+
+@router.get("/{store_id}/blame", response=responses({200: BlamePageOut}, 400, 404))
+def list_blame(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict:
+    """Each line of the current content: the version that introduced it, when, and by whom.
+
+    `author` is `agent` or the Tapeview user (then `source.audit_id` is the audit row). `source`
+    points at the tape entry that wrote the line (a Bub `memory_save` call or `memory/seal`, a
+    yachiyo `memory_write` trace), nanobot's commit, or null where nothing records it (araliya).
+    """
+    store = _store(store_id)
+    items, next_cursor = offset_page(blame(store), page.cursor, page.limit)
+    return {"items": items, "next_cursor": next_cursor}
 
 
 @router.get("/{store_id}/versions", response=responses({200: VersionPageOut}, 400, 404))

@@ -59,6 +59,9 @@ class StoreDetailOut(StoreOut):
     content: str = Field(description="the whole store as text (for a Bub zone: long-term, then the notes)")
     long_term_text: str | None = Field(description="what PUT .../long-term replaces, where it applies")
     daily: dict[str, str] | None = Field(description="a Bub zone's notes by day")
+    as_of: datetime | None = Field(
+        None, description="with ?as_of=: the time asked for; `version` and the content are those of then"
+    )
 
 
 class VersionOut(Schema):
@@ -89,6 +92,34 @@ class PruneOut(Schema):
     dry_run: bool
     removed: list[str] = Field(description="the days whose notes go (or went)")
     version: str = Field(description="the zone's version after the prune (now, for a dry run)")
+
+
+class AsOfIn(Schema):
+    as_of: datetime | None = Field(
+        None, description="ISO 8601 (UTC where it names no offset): the store as it was then"
+    )
+
+
+class LineSourceOut(Schema):
+    """Where a line came from, as far as the files tell (each field null where they do not)."""
+
+    tape_id: str | None = Field(description="the tape holding the entry that wrote it")
+    pos: int | None = Field(description="that entry: the memory_save tool call, the memory/seal, the trace")
+    commit: str | None = Field(description="nanobot's git commit (Dream's, or Tapeview's own)")
+    audit_id: int | None = Field(description="the audit row of a write made through Tapeview")
+
+
+class BlameLineOut(Schema):
+    text: str
+    version: str = Field(description="the version that introduced the line (diff it with ?to=)")
+    date: datetime | None = Field(description="when; null where the files record no time")
+    author: str = Field(description="`agent`, or the Tapeview user who wrote it")
+    source: LineSourceOut | None = Field(description="null: nothing records where the line came from")
+
+
+class BlamePageOut(Schema):
+    items: list[BlameLineOut]
+    next_cursor: str | None
 
 
 class StorePageOut(Schema):

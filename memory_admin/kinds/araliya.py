@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
+from ..history import LineOrigin
 from ..models import MemoryStore
 from ..stores import araliya_kv
 from ..stores.model import Snapshot
 from .base import StoreKind
+
+NO_TRACE = "araliya records no trace of the turn that set a key"
 
 
 class AraliyaKv(StoreKind):
@@ -15,9 +19,23 @@ class AraliyaKv(StoreKind):
 
     names = (araliya_kv.KIND,)
     partial = "memory_admin/_kv.html"
+    blame_note = (
+        f"Each line: author agent, source unknown: {NO_TRACE}. kv.json keeps a value and (in its first "
+        "layout only) the time it was set; transcript.md keeps the messages, not which turn called "
+        "kv_set. Writes made through Tapeview are named, with their audit row."
+    )
 
     def read(self, store: MemoryStore) -> Snapshot:
         return araliya_kv.read(store.ref())
+
+    def line_origins(self, store: MemoryStore, snap: Snapshot) -> list[LineOrigin | None]:
+        """The lines of each key dated by its `ts`, where kv.json keeps one; never a source."""
+        stamps = araliya_kv.stamps(store.ref())
+        out: list[LineOrigin | None] = []
+        for pair in snap.items:
+            origin = LineOrigin(_time(stamps.get(pair.key)), None, NO_TRACE)
+            out += [origin] * len(araliya_kv.render([pair]).splitlines())
+        return out
 
     def apply(self, store: MemoryStore, action: str, base_version: str, **params) -> None:
         ref = store.ref()
@@ -26,3 +44,11 @@ class AraliyaKv(StoreKind):
             "delete": lambda: araliya_kv.delete_value(ref, params["key"], base_version),
         }
         operations[action]()
+
+
+def _time(stamp: str | None) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed and not parsed.tzinfo else parsed

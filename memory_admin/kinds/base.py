@@ -8,6 +8,7 @@ from typing import ClassVar
 from django import forms
 
 from ..forms import EmptyForm
+from ..history import LineOrigin, Step, revision_steps
 from ..models import MemoryStore
 from ..stores.model import Snapshot, StoreError
 
@@ -32,6 +33,7 @@ class StoreKind:
     lists_revisions: ClassVar[bool] = True  # the page lists Tapeview's revisions (a zone lists its own)
     long_term_action: ClassVar[str] = "edit"  # the audit log's names for a long-term edit and a restore
     restore_action: ClassVar[str] = "restore"
+    blame_note: ClassVar[str] = ""  # what the blame page says of who wrote the lines, where it is unknown
 
     def read(self, store: MemoryStore) -> Snapshot:
         raise NotImplementedError
@@ -49,6 +51,14 @@ class StoreKind:
         if rev is None:
             raise LookupError(f"no version {version!r} of {store.title}")
         return rev.text
+
+    def history(self, store: MemoryStore) -> list[Step]:
+        """Every version as it appeared, oldest first (blame and "as of" read these)."""
+        return revision_steps(store)
+
+    def line_origins(self, store: MemoryStore, snap: Snapshot) -> list[LineOrigin | None]:
+        """Per line of `snap.text`, what the store itself records of it; [] where it records nothing."""
+        return []
 
     def takes_text(self, store: MemoryStore) -> bool:
         return self.edits_text and store.editable

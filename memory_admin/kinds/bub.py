@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from django import forms
 from django.conf import settings
 
+from tapeview.accounts.models import AuditEvent
 from tapeview.tapes import discovery
 
 from .. import zones
 from ..forms import PRUNE_DAYS, PruneForm
+from ..history import Source, Step, by_operator, write_audits
 from ..models import MemoryStore
 from ..stores import bub_zone, bub_zone_write
 from ..stores.model import Snapshot, StaleEdit, StoreError
@@ -42,6 +45,13 @@ class BubZone(StoreKind):
         if zone is None:
             raise LookupError(f"no version {version!r} of this memory zone")
         return bub_zone.zone_text(zone)
+
+    def history(self, store: MemoryStore) -> list[Step]:
+        """The zones the agent read one after the other (each that raised the version: a later but
+        lower one is never read), in the tape and then in its memory sidecar, each by the tool call
+        that wrote it or by the Tapeview user."""
+        audits = write_audits(store)
+        return [step for found in zones.zone_history(store.tape) for step in _steps(found, audits)]
 
     def long_term_text(self, snap: Snapshot) -> str:
         zone = bub_zone.current(snap.items)
@@ -118,3 +128,33 @@ class BubZone(StoreKind):
             return int(base_version)
         snap = self.read(store)
         raise StaleEdit(snap.text, snap.version)
+
+
+def _steps(found: dict, audits: list[AuditEvent]) -> list[Step]:
+    holder = found["holder"]
+    # Zone versions restart in a sidecar: an audit row counts for the file it names.
+    mine = {a.after: a for a in audits if a.detail.get("target") in (None, Path(holder.path).name)}
+    written = {z.seal_pos for z in found["zones"] if str(z.version) in mine}
+    calls = zones.writers(found, skip=written)
+    steps: list[Step] = []
+    for zone in found["zones"]:
+        if zone.version <= (int(steps[-1].version) if steps else 0):
+            continue
+        step = Step(
+            str(zone.version),
+            zone.date,
+            bub_zone.zone_text(zone),
+            source=Source(holder.key, zone.seal_pos),
+            note=f"memory/seal of v{zone.version}",
+            items=[zone],
+            place=(holder.key, zone.seal_pos),
+        )
+        if audit := mine.get(step.version):
+            author, source = by_operator(audit)
+            step = replace(step, author=author, note=f"{audit.action} in Tapeview")
+            step = replace(step, source=Source(holder.key, zone.seal_pos, audit_id=source.audit_id))
+        elif zone.seal_pos in calls:
+            pos, name = calls[zone.seal_pos]
+            step = replace(step, source=Source(holder.key, pos), note=f"{name} call")
+        steps.append(step)
+    return steps

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
+
 from django import forms
 
 from ..forms import HistoryForm
+from ..history import Source, Step, by_operator, write_audits
 from ..models import MemoryStore
-from ..stores import nanobot_history, nanobot_memory
-from ..stores.model import Snapshot, StoreError
+from ..stores import nanobot_git, nanobot_history, nanobot_memory
+from ..stores.model import Snapshot, StoreError, version_of
 from .base import StoreKind, VersionChoice
 
 GIT = "git:"  # a version that is a commit of nanobot's git store, not a revision Tapeview kept
 COMMITS_SHOWN = 50
+COMMITS_BLAMED = 500  # the commits blame and "as of" walk back through (Dream commits a few a day)
+TAPEVIEW = nanobot_git.IDENTITY.decode()
+SAME_WRITE = timedelta(seconds=2)  # a file written and committed at once, in git's whole seconds
 
 
 class NanobotText(StoreKind):
@@ -39,6 +46,32 @@ class NanobotText(StoreKind):
             raise LookupError(str(exc)) from None
         return text or ""
 
+    def history(self, store: MemoryStore) -> list[Step]:
+        """The revisions Tapeview kept and the commits of nanobot's git store, by time.
+
+        Dream's commits (and any other but Tapeview's) count as the agent's; a commit Tapeview made
+        is its user's, through the audit row of the write with the same content.
+        """
+        ref = store.ref()
+        audits = write_audits(store)
+        commits = []
+        for c in reversed(nanobot_memory.versions(ref, limit=COMMITS_BLAMED)):
+            text = nanobot_memory.text_at(ref, c.id) or ""
+            dream = c.subject.startswith("dream:")
+            step = Step(f"{GIT}{c.id}", c.time, text, source=Source(commit=c.id))
+            step = replace(step, note="Dream's commit" if dream else f"commit by {c.author}")
+            ours = [a for a in audits if a.after == version_of(text.encode())] if c.author == TAPEVIEW else []
+            if ours:
+                audit = min(ours, key=lambda a: abs((a.at - c.time).total_seconds()))
+                author, source = by_operator(audit)
+                step = replace(step, author=author, source=Source(commit=c.id, audit_id=source.audit_id))
+                step = replace(step, note=f"{audit.action} in Tapeview")
+            commits.append(step)
+        # A revision of the text a commit has, within git's whole seconds of it, is that commit's
+        # version: what Dream (or Tapeview) wrote and committed at once. Others are steps of their own.
+        kept = [r for r in super().history(store) if not any(_same_write(r, c) for c in commits)]
+        return sorted(kept + commits, key=lambda s: s.date)
+
     def long_term_text(self, snap: Snapshot) -> str:
         return snap.text
 
@@ -50,6 +83,12 @@ class NanobotText(StoreKind):
 
     def restore(self, store: MemoryStore, version: str, base_version: str, editor: str) -> None:
         self.write_long_term(store, self.version_text(store, version), base_version, editor)
+
+
+def _same_write(revision: Step, commit: Step) -> bool:
+    if revision.text != commit.text or revision.date is None or commit.date is None:
+        return False
+    return abs(revision.date - commit.date) < SAME_WRITE
 
 
 class NanobotHistory(StoreKind):

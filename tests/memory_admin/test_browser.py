@@ -7,7 +7,7 @@ import os
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.tapes.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

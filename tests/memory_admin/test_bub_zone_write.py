@@ -268,13 +268,15 @@ def test_the_legacy_no_date_format_is_kept_on_the_pr33_sample(tmp_path: Path) ->
     assert current(zones_of(tape)) == zone
 
 
-def test_a_zone_written_after_crash_residue_reads_back_at_the_right_place(tmp_path: Path) -> None:
+def test_no_zone_is_written_onto_a_tape_whose_writer_crashed_mid_line(tmp_path: Path) -> None:
+    # Crash residue is a turn that never ended (formats/bub.md §4): busy, or "looks stopped".
     tape = sample(tmp_path, "truncated_last_line_CRASH.jsonl")
+    before = tape.read_bytes()
 
-    zone = write_long_term(tape, "After the crash.", None, **QUIET)
+    with pytest.raises(TapeBusy):
+        write_long_term(tape, "After the crash.", None, **QUIET)
 
-    assert current(zones_of(tape)) == zone
-    assert zone.open_pos == 99  # 97 complete lines, then the closed residue line
+    assert tape.read_bytes() == before
 
 
 def test_the_sidecar_is_created_once_and_the_live_tape_is_untouched(

@@ -128,7 +128,7 @@ def test_writers_in_separate_processes_are_kept_apart_too(tmp_path: Path, slow_d
 
 
 def test_araliya_kv_sets_with_one_base_keep_exactly_one_value(tmp_path: Path, slow_disk: None) -> None:
-    shutil.copytree(FIXTURES / "araliya_kv", tmp_path / "work")
+    shutil.copytree(FIXTURES / "araliya", tmp_path / "work")
     ref = next(r for r in araliya_kv.discover(tmp_path / "work") if r.note.startswith("197"))
     base = araliya_kv.read(ref).version
 

@@ -55,7 +55,7 @@ def test_a_deep_yachiyo_memory_is_neither_read_nor_rewritten(tmp_path: Path, dep
 
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_a_deep_araliya_kv_is_neither_read_nor_rewritten(tmp_path: Path, depth: int) -> None:
-    shutil.copytree(FIXTURES / "araliya_kv", tmp_path / "work")
+    shutil.copytree(FIXTURES / "araliya", tmp_path / "work")
     ref = araliya_kv.discover(tmp_path / "work")[0]
     raw = deep_kv_json(ref.path, depth)
 

@@ -1,4 +1,4 @@
-"""araliya-bot's kv.json, read and edited by its own kv_set/kv_delete rules (tests/fixtures/araliya_kv)."""
+"""araliya-bot's kv.json, read and edited by its own kv_set/kv_delete rules (tests/fixtures/araliya)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from memory_admin.stores import files
 from memory_admin.stores.araliya_kv import delete_value, discover, parse, read, set_value
 from memory_admin.stores.model import StaleEdit, StoreError, StoreRef, version_of
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "araliya_kv"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "araliya"
 IDENTITY = "bot-pkey51aee87e"
 CHAT = "01a200e4-e18d-7ffd-b1d0-f7592c930f76"  # 197 of its 200 cap
 UNUSED = "01a200e5-0f28-73fd-a2f0-3121a0683a3a"  # {"cap": 200, "entries": []}
