@@ -49,10 +49,13 @@ def _position(ref: str) -> int | None:
     return pos if 1 <= pos <= MAX_POS else None
 
 
-def preview(tape: Tape, ref: str | None = None) -> ContextPreview:
+def preview(tape: Tape, ref: str | None = None, until: int | None = None) -> ContextPreview:
+    """The context after an anchor (default the last one); with `until`, as it was after that entry."""
     source = reader(tape.kind)
-    anchor = find_anchor(tape, ref)
+    anchor = find_anchor(tape, ref) if until is None else _anchor_before(tape, until)
     rows = EntryRow.objects.filter(tape=tape).order_by("pos")
+    if until is not None:
+        rows = rows.filter(pos__lte=until)
     if anchor is not None:
         # Strictly after the anchor: the anchor itself is not context (formats/bub.md §2.3).
         rows = rows.filter(pos__gt=anchor.pos)
@@ -65,6 +68,10 @@ def preview(tape: Tape, ref: str | None = None) -> ContextPreview:
     used = {m.source_pos for m in messages}
     dropped = sum(1 for e in entries if e.pos not in used)
     return ContextPreview(anchor, messages, dropped)
+
+
+def _anchor_before(tape: Tape, pos: int) -> Anchor | None:
+    return Anchor.objects.filter(tape=tape, pos__lte=pos).order_by("-pos").first()
 
 
 def _stand_in(entry: Entry) -> ContextMessage:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
+
 from django import forms
 from django.db.models import F
+
+from .listing import NARROWINGS
+from .lookup import MAX_POS
+from .timeline import ONLY
 
 COLUMNS = [
     ("label", "Session"),
@@ -16,6 +23,7 @@ COLUMNS = [
     ("last", "Last activity"),
     ("size", "Size"),
     ("tokens", "Tokens"),
+    ("context", "Context"),
     ("errors", "Errors"),
 ]
 SORTS = {
@@ -29,8 +37,17 @@ SORTS = {
     "last": "last_at",
     "size": "size",
     "tokens": "tokens",
+    "context": "context_tokens",
     "errors": "errors",
 }
+# The phase table's columns (tapes.phases.SORTS): the first click on a figure sorts the largest first.
+PHASE_COLUMNS = [
+    ("index", "Phase"),
+    ("tokens", "Tokens"),
+    ("duration", "Time"),
+    ("calls", "Calls"),
+    ("errors", "Errors"),
+]
 
 
 class TapeListForm(forms.Form):
@@ -38,6 +55,17 @@ class TapeListForm(forms.Form):
     source = forms.CharField(required=False, max_length=100)
     sort = forms.CharField(required=False, max_length=20)
     page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name, narrowing in NARROWINGS.items():  # filters other apps add (reviews)
+            self.fields[name] = copy.deepcopy(narrowing.field)
+
+    def narrowings(self) -> dict[str, object]:
+        return {name: self.cleaned_data.get(name) for name in NARROWINGS if name in self.cleaned_data}
+
+    def narrowing_fields(self) -> list:
+        return [self[name] for name in NARROWINGS]
 
     def current_sort(self) -> str:
         sort = self.cleaned_data.get("sort") or "-last"
@@ -61,19 +89,39 @@ class TapeListForm(forms.Form):
 
 
 class TimelineForm(forms.Form):
-    after = forms.IntegerField(required=False, min_value=0)
-    before = forms.IntegerField(required=False, min_value=1)
-    at = forms.IntegerField(required=False, min_value=1)
+    after = forms.IntegerField(required=False, min_value=0, max_value=MAX_POS)
+    before = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
+    at = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
     end = forms.BooleanField(required=False)
+    # The timeline narrowed to what a count counts (timeline.ONLY): `?errors=1`, `?anchors=1`...
+    errors = forms.BooleanField(required=False)
+    anchors = forms.BooleanField(required=False)
+    unreadable = forms.BooleanField(required=False)
+
+    def only(self) -> str:
+        return next((key for key in ONLY if self.cleaned_data.get(key)), "")
 
     def where(self) -> dict:
         data = self.cleaned_data
+        narrow = {"only": self.only()} if self.only() else {}
         if data.get("end"):
-            return {"end": True}
+            return {"end": True, **narrow}
         for key in ("at", "before", "after"):
             if data.get(key) is not None:
-                return {key: data[key]}
-        return {}
+                return {key: data[key], **narrow}
+        return narrow
+
+
+class ExportForm(forms.Form):
+    """`?from=&to=` of an export: the anchors a segment starts and ends at (default the whole tape)."""
+
+    start = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
+    stop = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
+
+    def __init__(self, data: Mapping[str, str] | None = None) -> None:
+        # `from` is a Python keyword: the query's names, the form's fields.
+        data = data or {}
+        super().__init__({"start": data.get("from"), "stop": data.get("to")})
 
 
 class ContextForm(forms.Form):
@@ -91,3 +139,33 @@ class HandoffForm(forms.Form):
     confirm_stopped = forms.BooleanField(
         required=False, label="The agent has stopped: write the handoff although its turn never ended"
     )
+
+
+class PhaseSortForm(forms.Form):
+    psort = forms.CharField(required=False, max_length=20)
+
+    def current_sort(self) -> str:
+        sort = (self.cleaned_data.get("psort") if self.is_valid() else "") or "index"
+        return sort if sort.lstrip("-") in dict(PHASE_COLUMNS) else "index"
+
+    def columns(self) -> list[tuple[str, str, str]]:
+        """Each column's title, the sort its link asks for (a second click reverses), its state."""
+        sort = self.current_sort()
+        out = []
+        for key, title in PHASE_COLUMNS:
+            first = key if key == "index" else f"-{key}"
+            reverse = key if first.startswith("-") else f"-{key}"
+            link = reverse if sort == first else first
+            state = "ascending" if sort == key else "descending" if sort == f"-{key}" else ""
+            out.append((link, title, state))
+        return out
+
+
+class SuggestionForm(forms.Form):
+    """`?at=` of the handoff page: the suggested handoff point whose context is previewed."""
+
+    at = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+
+
+class LineageForm(forms.Form):
+    cursor = forms.CharField(required=False, max_length=1000)

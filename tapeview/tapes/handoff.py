@@ -90,9 +90,12 @@ def write(
     # Who wrote it is not the caller's to say: the owner comes last, over any given in `state`.
     full_state = {**({"summary": summary} if summary else {}), **(state or {}), "owner": actor.name}
     with _one_writer(tape):
-        written = bub_append.handoff(
-            Path(tape.path), name, full_state, allow_stopped=confirm_stopped, **_timing()
-        )
+        try:
+            written = bub_append.handoff(
+                Path(tape.path), name, full_state, allow_stopped=confirm_stopped, **_timing()
+            )
+        except ValueError as exc:  # a state Bub's line cannot hold as it reads it back: nothing written
+            raise HandoffRefused(str(exc)) from None
     # From here on the handoff is on the tape: nothing may report it as not written, or a client
     # that retries writes a second anchor. So the audit row comes first, and nothing raises after.
     detail = {"tape": tape.key, "name": name, "ids": [e["id"] for e in written], "state": full_state}

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
@@ -20,6 +19,7 @@ from tapeview.sources import TapeNotFound, paths, reader
 from . import signals
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryRow, Tape
+from .phase_tally import PhaseTally
 
 BATCH = 5000
 ENTRY_COLUMNS = (
@@ -128,7 +128,8 @@ def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progres
     replaced = (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device)) or (
         st.st_size < tape.indexed_offset
     )
-    if replaced:
+    # phase_count -1: indexed before phase statistics existed (migration 0005): count them all again.
+    if replaced or tape.phase_count < 0:
         _reset(tape, lease)
     _set_identity(tape, st)
     entries = reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos)
@@ -184,7 +185,7 @@ def _index_entries(tape: Tape, entries: Iterable[FileEntry], lease: str, progres
     rows: list[tuple] = []
     batch: list[FileEntry] = []
     anchors: list[Anchor] = []
-    phase_counts: dict[int, int] = {}
+    tally = PhaseTally(tape)
     start = tape.indexed_offset
     for e in entries:
         rows.append(
@@ -203,20 +204,27 @@ def _index_entries(tape: Tape, entries: Iterable[FileEntry], lease: str, progres
             )
         )
         batch.append(e)
-        _account(tape, e, anchors, phase_counts)
+        _account(tape, e, anchors, tally)
         tape.indexed_offset, tape.next_pos = e.offset + e.length, e.pos + 1
         if len(rows) >= BATCH:
-            _flush(tape, lease, rows, batch, anchors, phase_counts)
+            _flush(tape, lease, rows, batch, anchors, tally)
             if progress:
                 progress(tape.indexed_offset - start)
             start = tape.indexed_offset
-            rows, batch, anchors, phase_counts = [], [], [], {}
-    _flush(tape, lease, rows, batch, anchors, phase_counts)
+            rows, batch, anchors = [], [], []
+    _flush(tape, lease, rows, batch, anchors, tally)
     if progress and tape.indexed_offset > start:
         progress(tape.indexed_offset - start)
 
 
-def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], phase_counts: dict[int, int]) -> None:
+def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally) -> None:
+    anchor = None
+    if e.is_anchor:
+        state = e.payload.get("state") if isinstance(e.payload, dict) else None
+        preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
+        anchor = Anchor(tape=tape, pos=e.pos, name=e.name[:300], date=e.date, phase=e.phase, state=preview)
+        anchors.append(anchor)
+    tally.add(e, anchor)
     if not e.readable:
         tape.unreadable += 1
         return
@@ -226,24 +234,19 @@ def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], phase_counts: dict
         tape.first_at = min(tape.first_at, e.date) if tape.first_at else e.date
         tape.last_at = max(tape.last_at, e.date) if tape.last_at else e.date
     tape.errors += e.is_error
-    tape.tokens += e.tokens
+    if e.reports_usage:
+        # A metadata record's usage is a snapshot (nanobot's last turn, the last record wins): never summed.
+        tape.tokens = e.tokens if e.kind == "metadata" else (tape.tokens or 0) + e.tokens
     if e.prompt_tokens:
         tape.last_prompt_tokens, tape.last_cached_tokens = e.prompt_tokens, e.cached_tokens
     if e.is_anchor:
         tape.anchors += 1
         tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = e.name[:300], e.pos, 0
-        state = e.payload.get("state") if isinstance(e.payload, dict) else None
-        preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
-        anchors.append(
-            Anchor(tape=tape, pos=e.pos, name=e.name[:300], date=e.date, phase=e.phase, state=preview)
-        )
         if e.phase:
             tape.phase_anchor_pos = e.pos
             return
     else:
         tape.entries_since_anchor += 1
-    if tape.phase_anchor_pos is not None:
-        phase_counts[tape.phase_anchor_pos] = phase_counts.get(tape.phase_anchor_pos, 0) + 1
     wants_label = tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES
     if wants_label and (e.kind == "message" or e.name == "loop.start"):
         tape.label_tries += 1
@@ -273,8 +276,9 @@ def _flush(
     rows: list[tuple],
     batch: list[FileEntry],
     anchors: list[Anchor],
-    phase_counts: dict[int, int],
+    tally: PhaseTally,
 ) -> None:
+    tally.settle()
     with transaction.atomic(), connection.cursor() as cursor:
         # First, so a batch is written only by the tape's owner, together with its progress.
         save(tape, lease)
@@ -282,5 +286,4 @@ def _flush(
         cursor.executemany(_insert_sql(), rows)
         signals.entries_indexed.send(sender=Tape, tape=tape, entries=batch)
         Anchor.objects.bulk_create(anchors)
-        for pos, n in phase_counts.items():
-            Anchor.objects.filter(tape=tape, pos=pos).update(entries=F("entries") + n)
+        tally.write(anchors)

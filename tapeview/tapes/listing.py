@@ -2,16 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django import forms
 from django.db.models import Q, QuerySet
 
 from . import discovery
 from .models import Tape
 
 
-def tapes(q: str | None = None, source: str | None = None) -> QuerySet[Tape]:
+@dataclass(frozen=True)
+class Narrowing:
+    """A filter of the session list that another app applies (reviews: by label, by score).
+
+    The app registers it from its AppConfig.ready(), so the tapes app imports none of them.
+    """
+
+    field: forms.Field  # validates the query string's value, and draws the control on the page
+    narrow: Callable[[QuerySet[Tape], object], QuerySet[Tape]]
+
+
+NARROWINGS: dict[str, Narrowing] = {}
+
+
+def add_narrowing(
+    name: str, field: forms.Field, narrow: Callable[[QuerySet[Tape], object], QuerySet[Tape]]
+) -> None:
+    NARROWINGS[name] = Narrowing(field, narrow)
+
+
+def tapes(
+    q: str | None = None, source: str | None = None, narrow: dict[str, object] | None = None
+) -> QuerySet[Tape]:
     """The sessions (attachments are listed with their tape) as the sources hold them now.
 
-    `q` is looked for in the label, the file name and the last anchor; `source` is a label.
+    `q` is looked for in the label, the file name and the last anchor; `source` is a label;
+    `narrow` gives values of the registered narrowings.
     """
     discovery.sync_if_stale()
     found = Tape.objects.filter(owner__isnull=True)
@@ -19,6 +46,9 @@ def tapes(q: str | None = None, source: str | None = None) -> QuerySet[Tape]:
         found = found.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
     if source:
         found = found.filter(source=source)
+    for name, value in (narrow or {}).items():
+        if value not in (None, "") and name in NARROWINGS:
+            found = NARROWINGS[name].narrow(found, value)
     return found
 
 

@@ -44,12 +44,22 @@ class Tape(models.Model):
     phase_anchor_pos = models.IntegerField(null=True)
     first_at = models.DateTimeField(null=True)
     last_at = models.DateTimeField(null=True)
-    tokens = models.BigIntegerField(default=0)
+    tokens = models.BigIntegerField(null=True)  # null: the agent recorded no usage in this tape
     errors = models.IntegerField(default=0)
     last_prompt_tokens = models.IntegerField(null=True)
     last_cached_tokens = models.IntegerField(null=True)
     last_id = models.BigIntegerField(null=True)
     label_tries = models.IntegerField(default=0)
+    # Phases (tapes.phase_tally): how many phase anchors, and the span before the first one as a
+    # dict of phase statistics (null: the tape starts with an anchor). -1: counted before these
+    # statistics existed, so the next refresh indexes the tape again (migration 0005).
+    phase_count = models.IntegerField(default=0)
+    lead_phase = models.JSONField(null=True)
+    # The context budget: the model last seen, the prompt tokens the agent last reported since the
+    # last anchor (null: none reported yet), and whether the context ever overflowed.
+    model = models.CharField(max_length=200, blank=True)
+    context_tokens = models.BigIntegerField(null=True)
+    overflowed = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "rel"], name="tape_source_rel")]
@@ -98,8 +108,22 @@ class Anchor(models.Model):
     date = models.DateTimeField(null=True)
     phase = models.BooleanField(default=True)
     state = models.TextField(blank=True)  # a bounded preview of the anchor's state
-    entries = models.IntegerField(default=0)
+    entries = models.IntegerField(default=0)  # of a phase anchor: the entries after it in its phase
+    # Of a phase anchor, its phase's statistics, kept up to date as batches are indexed
+    # (tapes.phase_tally). Tokens stay null where the phase reports no usage.
+    phase_index = models.IntegerField(null=True)  # 1, 2, ... in file order (0 is the span before)
+    end_pos = models.IntegerField(null=True)
+    started_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
+    prompt_tokens = models.BigIntegerField(null=True)
+    completion_tokens = models.BigIntegerField(null=True)
+    cached_tokens = models.BigIntegerField(null=True)
+    tool_calls = models.IntegerField(default=0)
+    errors = models.IntegerField(default=0)
+    model = models.CharField(max_length=200, blank=True)
+    roles = models.JSONField(default=dict)  # messages by role
 
     class Meta:
         ordering = ["pos"]
         constraints = [models.UniqueConstraint(fields=["tape", "pos"], name="anchor_tape_pos")]
+        indexes = [models.Index(fields=["tape", "phase_index"], name="anchor_tape_phase")]

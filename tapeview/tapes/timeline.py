@@ -1,4 +1,4 @@
-"""The timeline of one tape: a page of entries read by byte offset, tools paired, phases counted."""
+"""The timeline of one tape: a page of entries read by byte offset, tools paired."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ from pathlib import Path
 
 from tapeview.sources import Entry, TapeNotFound, reader
 
-from .models import Anchor, EntryRow, Tape
+from .models import EntryRow, Tape
 
 PAGE_SIZE = 50
 TURN_KINDS = ("message", "tool_call", "tool_result")
 MAX_RESULTS = 64
 LEAD = 5  # entries shown before a jumped-to position, for context
+# The timeline narrowed to what a count of the tape counts (`?errors=1`, ...): find_rows' filters.
+ONLY: dict[str, dict] = {
+    "errors": {"errors": True},  # Tape.errors counts the rows flagged is_error
+    "anchors": {"kinds": ("anchor",)},  # Tape.anchors: the readable anchors, the only anchor rows
+    "unreadable": {"readable": False},  # Tape.unreadable
+}
 
 
 @dataclass
@@ -46,10 +52,13 @@ def find_rows(
     after: int | None = None,
     before: int | None = None,
     kinds: Sequence[str] = (),
+    errors: bool | None = None,
+    readable: bool | None = None,
     limit: int = PAGE_SIZE,
     last: bool = False,
 ) -> list[EntryRow]:
-    """Up to `limit` rows with after < pos < before, of these kinds (default all), in file order.
+    """Up to `limit` rows with after < pos < before, of these kinds (default all), in file order;
+    with `errors` only those counted (or not) as errors, with `readable` only (un)readable lines.
 
     The first `limit` of them, or with `last` the last `limit` (the page that ends at `before`).
     """
@@ -60,6 +69,10 @@ def find_rows(
         rows = rows.filter(pos__lt=before)
     if kinds:
         rows = rows.filter(kind__in=kinds)
+    if errors is not None:
+        rows = rows.filter(is_error=errors)
+    if readable is not None:
+        rows = rows.filter(readable=readable)
     if last:
         return list(reversed(rows.order_by("-pos")[:limit]))
     return list(rows.order_by("pos")[:limit])
@@ -73,16 +86,40 @@ def rows_for(
     at: int | None = None,
     end: bool = False,
     size: int = PAGE_SIZE,
+    only: str = "",
 ) -> list[EntryRow]:
-    """The rows of one timeline page: after a position, before one, around one (`at`), or at the end."""
+    """The rows of one timeline page: after a position, before one, around one (`at`), or at the end;
+    with `only` (a key of ONLY), of those rows alone."""
+    where = ONLY.get(only, {})
     if end:
-        return find_rows(tape, limit=size, last=True)
+        return find_rows(tape, limit=size, last=True, **where)
     if before is not None:
-        return find_rows(tape, before=before, limit=size, last=True)
+        return find_rows(tape, before=before, limit=size, last=True, **where)
     if at is not None:
-        lead = find_rows(tape, before=at, limit=LEAD, last=True)
+        lead = find_rows(tape, before=at, limit=LEAD, last=True, **where)
         after = lead[0].pos - 1 if lead else at - 1
-    return find_rows(tape, after=after, limit=size)
+    return find_rows(tape, after=after, limit=size, **where)
+
+
+def error_steps(tape: Tape, *, at: int | None, first: int | None) -> tuple[int | None, int | None]:
+    """The errors before and after where the reader is: the entry jumped to (`at`), else the page
+    that starts at `first` (its own first error is the next one)."""
+    if at is None and first is None:
+        return None, None
+    here = at if at is not None else first
+    before = find_rows(tape, before=here, errors=True, limit=1, last=True)
+    after = find_rows(tape, after=here if at is not None else here - 1, errors=True, limit=1)
+    return (before[0].pos if before else None), (after[0].pos if after else None)
+
+
+def anchor_ends(tape: Tape, positions: list[int]) -> dict[int, int | None]:
+    """For anchors at these positions, where their segment ends: the next anchor (None: the end)."""
+    if not positions:
+        return {}
+    start = min(positions)
+    following = [r.pos for r in find_rows(tape, after=start, kinds=("anchor",), limit=len(positions) + 1)]
+    ordered = sorted(set(positions) | set(following))
+    return {pos: next((p for p in ordered if p > pos), None) for pos in positions}
 
 
 def read_rows(tape: Tape, rows: list[EntryRow]) -> list[Entry]:
@@ -111,18 +148,19 @@ def read_rows(tape: Tape, rows: list[EntryRow]) -> list[Entry]:
     return out
 
 
-def page(tape: Tape, **where) -> Page:
-    rows = rows_for(tape, **where)
+def page(tape: Tape, only: str = "", **where) -> Page:
+    rows = rows_for(tape, only=only, **where)
     entries = read_rows(tape, rows)
     items = _pair(tape, [Item(e) for e in entries])
     first = rows[0].pos if rows else None
     last = rows[-1].pos if rows else None
-    newer = bool(rows) and EntryRow.objects.filter(tape=tape, pos__gt=last).exists()
-    older = bool(rows) and EntryRow.objects.filter(tape=tape, pos__lt=first).exists()
+    narrow = ONLY.get(only, {})
+    newer = bool(rows) and bool(find_rows(tape, after=last, limit=1, **narrow))
+    older = bool(rows) and bool(find_rows(tape, before=first, limit=1, **narrow))
     tail = None
-    if not newer and tape.pending_bytes:
+    if not newer and tape.pending_bytes and not only:
         tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    boundary = archive_boundary(tape)
+    boundary = archive_boundary(tape) if not only else None
     for item in items:
         if item.entry.pos == boundary:
             item.boundary = "consolidated into memory up to here"
@@ -211,18 +249,13 @@ def _match(source, call: Entry | None, answers: list[Entry]) -> list[dict]:
     """Calls and results side by side: by call id where the agent keeps one, else by position."""
     calls = source.tool_calls(call) if call and not call.truncated else []
     results = [r for a in answers if not a.truncated for r in source.tool_results(a)]
-    by_id = {r["call_id"]: r for r in results if r.get("call_id")}
+    # An id the agent wrote as a list or an object pairs nothing (and never breaks the page).
+    by_id = {r["call_id"]: r for r in results if isinstance(r.get("call_id"), (str, int)) and r["call_id"]}
     pairs = []
     for i, c in enumerate(calls):
-        r = by_id.get(c.get("id")) if by_id else (results[i] if i < len(results) else None)
+        cid = c.get("id") if isinstance(c.get("id"), (str, int)) else None
+        r = by_id.get(cid) if by_id else (results[i] if i < len(results) else None)
         pairs.append({"call": c, "result": r})
     paired = {id(p["result"]) for p in pairs if p["result"] is not None}
     pairs += [{"call": None, "result": r} for r in results if id(r) not in paired]
     return pairs
-
-
-def phases(tape: Tape) -> tuple[int, list[Anchor]]:
-    """Entries before the first phase anchor, and every phase anchor with its entry count."""
-    anchors = list(Anchor.objects.filter(tape=tape, phase=True))
-    counted = sum(a.entries for a in anchors) + len(anchors)
-    return max(0, tape.entries - counted), anchors

@@ -1,6 +1,6 @@
 """URLs of the tapes app: the session index, sources, and each tape's pages."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from . import views
 
@@ -12,6 +12,8 @@ urlpatterns = [
     path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),
     path("tapes/<str:key>/context", views.tape_context, name="tape_context"),
     path("tapes/<str:key>/handoff", views.tape_handoff, name="tape_handoff"),
+    path("tapes/<str:key>/lineage", views.tape_lineage, name="tape_lineage"),
+    re_path(r"^tapes/(?P<key>[^/]+)/export\.(?P<fmt>jsonl|md)$", views.tape_export, name="tape_export"),
     path("tapes/<str:key>/entries/<int:pos>/", views.entry_detail, name="entry_detail"),
     path("tapes/<str:key>/entries/<int:pos>/raw", views.entry_raw, name="entry_raw"),
 ]

@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.views.decorators.vary import vary_on_headers
 
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.roles import role_required
 from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound
 
-from . import context, handoff, health, listing, lookup, raw, timeline
-from .forms import ContextForm, HandoffForm, TapeListForm, TimelineForm
+from . import budget, context, export, handoff, health, lineage, listing, lookup, phases, raw, timeline
+from .api.cursor import BadCursor, decode, encode
+from .forms import (
+    ContextForm,
+    ExportForm,
+    HandoffForm,
+    LineageForm,
+    PhaseSortForm,
+    SuggestionForm,
+    TapeListForm,
+    TimelineForm,
+)
 from .models import EntryRow, Tape
 
 LIST_PAGE_SIZE = 50
+PHASE_ROWS = 100
+LINEAGE_PAGE_SIZE = 100
 FILE_GONE = "this tape's file is gone"
 
 # A tape or entry that is not there is lookup.NoSuchTape / NoSuchEntry: Http404s, so Django
@@ -30,7 +44,7 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     """Every session of every source. Template `tapeview/tape_list.html`, partial `#rows`."""
     form = TapeListForm(request.GET)
     form.is_valid()
-    tapes = listing.tapes(form.cleaned_data.get("q"), form.cleaned_data.get("source"))
+    tapes = listing.tapes(form.cleaned_data.get("q"), form.cleaned_data.get("source"), form.narrowings())
     pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
     ctx = {
         "form": form,
@@ -44,28 +58,75 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, ctx)
 
 
-@vary_on_headers("HX-Request")
+@vary_on_headers("HX-Request", "HX-Target")
 def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """One tape's timeline. Template `tapeview/tape_detail.html`, partial `#entries`."""
+    """One tape's timeline, its phase table and context budget. Template `tapeview/tape_detail.html`,
+    partial `#entries`; the phase table alone (`tapes/_phase_table.html`) for htmx sorting it."""
     tape = lookup.find_tape(key)
+    if request.htmx and request.htmx.target == "phase-table":
+        return render(request, "tapes/_phase_table.html", {"tape": tape, **_phase_table(request, tape)})
     form = TimelineForm(request.GET)
     form.is_valid()
     try:
         page = timeline.page(tape, **form.where())
     except TapeNotFound:
         raise Http404(FILE_GONE) from None
-    before_first, phases = timeline.phases(tape)
+    only, jump = form.only(), form.cleaned_data.get("at")
+    anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
     ctx = {
         "tape": tape,
         "page": page,
-        "phases": phases,
-        "before_first": before_first,
         "attachments": tape.attachments.order_by("role", "name"),
         "has_memory": _has_memory(tape),
-        "jump": form.cleaned_data.get("at"),
+        "jump": jump,
+        "only": only,
+        "narrow": f"{only}=1&" if only else "",  # what the pager's links keep
+        "error_steps": timeline.error_steps(tape, at=jump, first=page.first_pos) if tape.errors else None,
+        "segment_ends": timeline.anchor_ends(tape, anchors),
     }
-    template = "tapes/tape_detail.html" + ("#entries" if request.htmx else "")
-    return render(request, template, ctx)
+    if request.htmx:
+        return render(request, "tapes/tape_detail.html#entries", ctx)
+    try:
+        ctx["budget"] = budget.measure(tape)
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
+    return render(request, "tapes/tape_detail.html", {**ctx, **_phase_table(request, tape)})
+
+
+def _phase_table(request: HttpRequest, tape: Tape) -> dict:
+    form = PhaseSortForm(request.GET)
+    rows = phases.ranked(tape, form.current_sort(), PHASE_ROWS)
+    return {
+        "phase_rows": rows,
+        "phase_columns": form.columns(),
+        "phase_total": phases.count(tape),
+        "tokens_known": any(p.tokens is not None for p in rows),
+        "usage_note": phases.USAGE_NOTES.get(tape.kind, ""),
+    }
+
+
+def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
+    """The chain of a session's handoffs, archives first, each state diffed with the one before.
+
+    Template `tapeview/tape_lineage.html`.
+    """
+    tape = lookup.find_tape(key)
+    form = LineageForm(request.GET)
+    cursor = form.cleaned_data.get("cursor") if form.is_valid() else None
+    try:
+        after = decode(cursor, {"t": int, "pos": int}) if cursor else None
+        found, more = lineage.links(tape, (after["t"], after["pos"]) if after else None, LINEAGE_PAGE_SIZE)
+    except BadCursor:
+        raise Http404("no such page of this lineage") from None
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
+    last = found[-1] if found else None
+    ctx = {
+        "tape": tape,
+        "links": found,
+        "next_cursor": encode({"t": last.place, "pos": last.anchor.pos}) if more and last else None,
+    }
+    return render(request, "tapes/tape_lineage.html", ctx)
 
 
 def _has_memory(tape: Tape) -> bool:
@@ -111,6 +172,26 @@ def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     return response
 
 
+def tape_export(request: HttpRequest, key: str, fmt: str) -> StreamingHttpResponse:
+    """The tape, or the segment between the anchors at `?from=` and `?to=`, as a download:
+    its lines as JSONL (`fmt` "jsonl") or a Markdown transcript ("md")."""
+    tape = lookup.find_tape(key)
+    form = ExportForm(request.GET)
+    if not form.is_valid():
+        raise BadRequest("from and to are the positions of anchors")
+    try:
+        found = export.export(tape, fmt, form.cleaned_data["start"], form.cleaned_data["stop"])
+    except context.AnchorNotFound as exc:
+        raise Http404(str(exc)) from None
+    except export.BadSegment as exc:
+        raise BadRequest(str(exc)) from None
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
+    response = StreamingHttpResponse(found.chunks, content_type=found.content_type)
+    response["Content-Disposition"] = content_disposition_header(True, found.filename)
+    return response
+
+
 def source_list(request: HttpRequest) -> HttpResponse:
     """Every configured source, its detected kind and health. Template `tapeview/source_list.html`."""
     return render(request, "tapes/source_list.html", {"sources": health.source_health()})
@@ -129,6 +210,12 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
     if not refusal:
         ctx["now"] = context.preview(tape)
         ctx["state"] = handoff.append_state(tape)
+        suggestion = SuggestionForm(request.GET)
+        at = suggestion.cleaned_data.get("at") if suggestion.is_valid() else None
+        if at is not None:
+            # The suggested handoff point of the budget gauge: the context as it was there.
+            ctx["suggested"] = context.preview(tape, until=at)
+            ctx["suggested_at"] = at
     if request.method == "POST" and not refusal and form.is_valid():
         data = form.cleaned_data
         try:

@@ -12,41 +12,12 @@ from playwright.sync_api import Page, expect, sync_playwright
 from tapeview.accounts import signin
 from tapeview.accounts.roles import set_role
 from tapeview.tapes import discovery
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-CHROMIUM = os.environ.get("TAPEVIEW_CHROMIUM", "/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-@pytest.fixture
-def page():
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        yield page
-        browser.close()
-
-
-@pytest.fixture
-def site(live_server, settings, bub_home: Path, bub_samples: Path) -> str:
-    settings.TAPEVIEW_SOURCES = f"home=bub:{bub_home},samples=bub:{bub_samples}"
-    settings.TAPEVIEW_REFRESH_SECONDS = 0
-    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
-    discovery.sync()
-    return live_server.url
 
 
 def shot(page: Page, name: str) -> None:

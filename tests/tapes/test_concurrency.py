@@ -20,8 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 import requests
-from django.core.management import call_command
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connections
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from tapeview.accounts.models import AuditEvent
@@ -33,30 +32,6 @@ from .agent import agent_lines, append_line, ends_a_turn
 
 READERS = 8  # two of them sync the whole source, as a page of the session list does
 APPENDS = 300
-
-
-@pytest.fixture
-def shared_db(transactional_db, tmp_path: Path):
-    """The index in a database every thread shares as the server's processes do.
-
-    On SQLite the test database is in memory with a shared cache, whose table locks fail at once
-    ("database table is locked") instead of waiting as the file database `tapeview serve` uses
-    does; so the threads get a migrated file database configured as in production.
-    """
-    if connection.vendor != "sqlite":
-        yield
-        return
-    config = connections.settings[DEFAULT_DB_ALIAS]  # what every thread's new connection is made from
-    in_memory, name = connections[DEFAULT_DB_ALIAS], config["NAME"]
-    config["NAME"] = str(tmp_path / "index.sqlite3")
-    connections[DEFAULT_DB_ALIAS] = connections.create_connection(DEFAULT_DB_ALIAS)
-    try:
-        call_command("migrate", verbosity=0, interactive=False)
-        yield
-    finally:
-        connection.close()
-        config["NAME"] = name
-        connections[DEFAULT_DB_ALIAS] = in_memory
 
 
 @pytest.mark.django_db(transaction=True)

@@ -39,6 +39,7 @@ class EntryOut(Schema):
     )
     preview: str = Field(description="a bounded text of a truncated payload or an unreadable line")
     problem: str
+    error: bool = Field(description="counted in the tape's `errors`: a failed tool call, run or step")
 
 
 class AnchorOut(Schema):
@@ -103,6 +104,9 @@ class EntryFilters(PageIn):
     after: int | None = Field(None, ge=0, le=BIG, description="only entries with pos > after")
     before: int | None = Field(None, ge=1, le=BIG, description="only entries with pos < before")
     kinds: str | None = Field(None, max_length=500, pattern=TEXT, description="comma-separated kinds")
+    errors: bool | None = Field(
+        None, description="true: only the entries counted in the tape's `errors`; false: only the others"
+    )
     full: bool = Field(False, description="payloads whole, however big")
 
     def kind_names(self) -> list[str]:
@@ -132,6 +136,7 @@ def entry_out(e: Entry, full: bool) -> dict:
         "truncated": truncated,
         "preview": preview,
         "problem": e.problem,
+        "error": e.is_error,
     }
 
 
@@ -144,7 +149,12 @@ def list_entries(request: HttpRequest, tape_id: str, filters: Query[EntryFilters
         # The cursor is the last position handed out: the next page starts after both.
         after = max(after or 0, decode(filters.cursor, {"pos": int})["pos"])
     page = timeline.find_rows(
-        tape, after=after, before=filters.before, kinds=filters.kind_names(), limit=filters.limit + 1
+        tape,
+        after=after,
+        before=filters.before,
+        kinds=filters.kind_names(),
+        errors=filters.errors,
+        limit=filters.limit + 1,
     )
     more, page = len(page) > filters.limit, page[: filters.limit]
     entries = sorted(timeline.read_rows(tape, page), key=lambda e: e.pos)

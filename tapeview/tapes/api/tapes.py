@@ -7,10 +7,12 @@ from typing import Literal
 
 from django.db import models
 from django.db.models import F, Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from ninja import Field, Query, Router, Schema
+from ninja.errors import HttpError
 
-from .. import handoff, health, listing, lookup
+from .. import export, handoff, health, listing, lookup
 from ..forms import SORTS
 from ..models import Tape
 from .cursor import FOREIGN, BadCursor, decode, encode, offset_page
@@ -45,8 +47,10 @@ class TapeOut(Schema):
     first_at: datetime | None
     last_at: datetime | None
     size_bytes: int
-    tokens: int
-    errors: int
+    tokens: int | None = Field(description="the token usage the agent recorded; null: it recorded none")
+    errors: int = Field(
+        description="failed tool calls, runs and steps: GET .../entries?errors=true lists them"
+    )
 
 
 class AttachmentOut(Schema):
@@ -80,6 +84,27 @@ class TapeFilters(PageIn):
     q: str | None = Field(None, max_length=200, pattern=TEXT)
     sort: Sort = "-last"  # type: ignore[valid-type]
 
+
+class ExportIn(Schema):
+    format: Literal["jsonl", "md"] = Field(
+        "jsonl",
+        description="jsonl: the tape's lines as written (of a JSON document, one line per entry); "
+        "md: a Markdown transcript",
+    )
+    start: int | None = Field(
+        None, alias="from", ge=1, le=lookup.MAX_POS, description="the anchor it starts at"
+    )
+    stop: int | None = Field(
+        None, alias="to", ge=1, le=lookup.MAX_POS, description="the anchor it ends before"
+    )
+
+
+EXPORT_DOC = {
+    200: {
+        "description": "a download (Content-Disposition: attachment), streamed",
+        "content": {media.split(";")[0]: {"schema": {"type": "string"}} for media in export.FORMATS.values()},
+    }
+}
 
 router = Router(tags=["tapes"])
 
@@ -180,3 +205,20 @@ def get_tape(request: HttpRequest, tape_id: str) -> dict:
         "handoff_refusal": refusal,
         "attachments": attachments,
     }
+
+
+@router.get(
+    "/tapes/{tape_id}/export",
+    response=responses({}, 400, 404),
+    openapi_extra={"responses": EXPORT_DOC},
+)
+def get_export(request: HttpRequest, tape_id: str, query: Query[ExportIn]) -> StreamingHttpResponse:
+    """The tape, or the segment from the anchor at `from` up to the one at `to`, as a download."""
+    tape = lookup.find_tape(tape_id)
+    try:
+        found = export.export(tape, query.format, query.start, query.stop)
+    except export.BadSegment as exc:
+        raise HttpError(400, str(exc)) from None
+    response = StreamingHttpResponse(found.chunks, content_type=found.content_type)
+    response["Content-Disposition"] = content_disposition_header(True, found.filename)
+    return response

@@ -4,16 +4,35 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from django import template
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from markdown_it import MarkdownIt
 
 from tapeview.sources.model import content_text
+from tapeview.tapes.transcript import output_text
 
 register = template.Library()
 PREVIEW_CHARS = 3000
+# As memory_admin's Markdown: raw HTML in an agent's message is shown as text, never rendered,
+# and no image is fetched because a message names it (it stays a link). A chat message's line
+# breaks are meant: kept.
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True})
+    .enable("table")
+    .enable("strikethrough")
+    .disable("image")
+)
+# Why a family's tapes show no token total, or what the total they show is (formats/*.md).
+USAGE_NOTES = {
+    "nanobot": "nanobot keeps only its last turn's usage (_last_usage): the tokens of that turn",
+    "yachiyo": "yachiyo records no token usage",
+    "araliya": "araliya's transcript records no token usage",
+}
 
 
 @register.filter
@@ -87,3 +106,31 @@ def event_body(payload: Any) -> Any:
     if isinstance(inner, dict) and "payload" in inner:
         return inner["payload"]
     return payload
+
+
+@register.filter
+def markdown(text: str) -> str:
+    """A message's Markdown as HTML; its raw HTML escaped (see _md)."""
+    return mark_safe(_md.render(text or ""))
+
+
+@register.filter
+def output(content: Any, failed: bool = False) -> str:
+    """A tool's output as text with its real newlines (escaped by the template as any text)."""
+    return output_text(content, bool(failed))
+
+
+@register.filter
+def usage_note(tape: Any) -> str:
+    return USAGE_NOTES.get(getattr(tape, "kind", ""), "")
+
+
+@register.simple_tag
+def count(n: int | None, url: str, id: str = "", **params: Any) -> str:
+    """A count as a link to what it counts (`url?params`); nothing to show for zero, so no link."""
+    ident = format_html(' id="{}"', id) if id else ""
+    if not n:
+        return format_html('<span class="count"{}>0</span>', ident)
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    href = f"{url}?{query}" if query else url
+    return format_html('<a class="count" href="{}"{}>{}</a>', href, ident, intcomma(n))

@@ -1,0 +1,200 @@
+"""A tape's context budget: tokens since its last anchor against its model's window; where to hand off.
+
+The tokens are the prompt tokens the agent last reported since the anchor (kept by the index), or
+else an estimate: the context the agent's own rules build from the entries after the anchor,
+counted with a BPE tokenizer. The estimate reads at most the newest CAP_ROWS entries (CAP_BYTES)
+and counts at most CAP_CHARS characters: past those it is a lower bound, marked `capped`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import cached_property
+
+from django.conf import settings
+
+from tapeview.sources import Entry, reader
+from tapeview.sources.model import ContextMessage, content_text
+
+from . import handoff, timeline, tokenizer, windows
+from .models import EntryRow, Tape
+from .phase_tally import usage
+
+CAP_ROWS = 2_000
+CAP_BYTES = 4 * 1024 * 1024
+TURN_EVENTS = ("loop.start", "run")
+CAP_CHARS = 2_000_000
+MESSAGE_OVERHEAD = 3  # tokens a chat message costs besides its text (OpenAI's counting guide)
+
+
+@dataclass
+class Budget:
+    tokens_since_anchor: int | None
+    window: int | None  # None: the model (or its window) is unknown
+    source: str  # "reported" by the agent, or "estimated" here
+    model: str
+    anchor_pos: int | None = None
+    overflowed: bool = False
+    capped: bool = False
+    encoding: str = ""  # what an estimate counted with
+    suggested_handoff_pos: int | None = None
+    suggested_tokens: int | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.window or self.tokens_since_anchor is None:
+            return None
+        return self.tokens_since_anchor / self.window
+
+    @property
+    def warn(self) -> bool:
+        return self.ratio is not None and self.ratio >= settings.TAPEVIEW_BUDGET_WARN
+
+    @property
+    def threshold(self) -> float:
+        return settings.TAPEVIEW_BUDGET_WARN
+
+
+def stored(tape: Tape) -> Budget:
+    """What the index knows without reading the file (the session index's column): reported tokens only."""
+    return Budget(
+        tape.context_tokens,
+        windows.window(tape.model),
+        "reported" if tape.context_tokens is not None else "",
+        tape.model,
+        tape.last_anchor_pos,
+        tape.overflowed,
+    )
+
+
+def measure(tape: Tape) -> Budget:
+    """The budget now, estimated where the agent reports nothing, and the suggested handoff point.
+
+    The suggestion is for tapes that take a handoff, and needs the model's window.
+    """
+    budget = stored(tape)
+    start = tape.last_anchor_pos or 0
+    boundary = timeline.archive_boundary(tape)
+    if boundary:  # nanobot replays only what it has not archived (formats/nanobot.md §2.5)
+        start = max(start, boundary - 1)
+    suggest = budget.window is not None and not handoff.refusal(tape)
+    estimate = None
+    if budget.tokens_since_anchor is None:
+        entries, capped = _tail(tape, start)
+        estimate = Estimate(tape.kind, entries, windows.encoding(tape.model))
+        budget.tokens_since_anchor, budget.source = estimate.total, "estimated"
+        budget.encoding, budget.capped = estimate.encoding, capped or estimate.capped
+    elif suggest:
+        # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
+        entries, _ = _tail(tape, start, names=TURN_EVENTS)
+    if suggest and budget.window:
+        end = EntryRow.objects.filter(tape=tape).order_by("-pos").values_list("pos", flat=True).first()
+        points = turn_boundaries(entries, estimate, budget.tokens_since_anchor, end or 0)
+        fits = [(pos, tokens) for pos, tokens in points if tokens <= budget.window // 2]
+        if fits:
+            budget.suggested_handoff_pos, budget.suggested_tokens = fits[-1]
+    return budget
+
+
+def _tail(tape: Tape, start: int, names: tuple[str, ...] = ()) -> tuple[list[Entry], bool]:
+    """The newest entries after `start` (only events of these names, if given), at most CAP_ROWS and
+    CAP_BYTES of them; whether that is all."""
+    rows = EntryRow.objects.filter(tape=tape, pos__gt=start)
+    if names:
+        rows = rows.filter(kind="event", name__in=names)
+    rows = list(rows.order_by("-pos")[: CAP_ROWS + 1])
+    capped = len(rows) > CAP_ROWS
+    kept, size = [], 0
+    for row in rows[:CAP_ROWS]:
+        size += row.length
+        if size > CAP_BYTES:
+            capped = True
+            break
+        kept.append(row)
+    entries = sorted(timeline.read_rows(tape, kept), key=lambda e: e.pos)
+    # An entry too big to parse is not counted: the estimate is a lower bound then.
+    whole = [e for e in entries if not e.truncated]
+    return whole, capped or len(whole) < len(entries)
+
+
+class Estimate:
+    """Tokens of the context the agent's own rules build from some entries, and of each prefix of it."""
+
+    def __init__(self, kind: str, entries: list[Entry], encoding: str) -> None:
+        self.kind, self.entries, self.encoding = kind, entries, encoding
+        self.capped = False
+
+    @cached_property
+    def _counts(self) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        messages = reader(self.kind).context_messages(self.entries)
+        left = CAP_CHARS
+        counted: list[tuple[int, int]] = []
+        for m in reversed(messages):  # the newest first: a cap drops the oldest text
+            text = _text(m)
+            if len(text) > left:
+                text, self.capped = text[:left], True
+            left -= len(text)
+            counted.append((m.source_pos, tokenizer.count(text, self.encoding) + MESSAGE_OVERHEAD))
+        counted.sort(key=lambda c: c[0])
+        positions = [pos for pos, _ in counted]
+        sums = [0]
+        for _, tokens in counted:
+            sums.append(sums[-1] + tokens)
+        # A system prompt is sent with every call: the latest one counts, once (Bub's `system` entries).
+        prompts = [
+            (e.pos, e.payload.get("content"))
+            for e in self.entries
+            if e.kind == "system" and isinstance(e.payload, dict)
+        ]
+        systems = [
+            (pos, tokenizer.count(text[:CAP_CHARS], self.encoding))
+            for pos, text in prompts[-1:]
+            if isinstance(text, str)
+        ]
+        return positions, sums, systems
+
+    def before(self, pos: int) -> int:
+        """The tokens of the context built from the entries before `pos`."""
+        positions, sums, systems = self._counts
+        system = [tokens for at, tokens in systems if at < pos]
+        return sums[bisect.bisect_left(positions, pos)] + (system[-1] if system else 0)
+
+    @property
+    def total(self) -> int:
+        return self.before(2**62)
+
+
+def _text(m: ContextMessage) -> str:
+    calls = [c.get("function") for c in m.tool_calls or [] if isinstance(c, dict)]
+    parts = [f"{f.get('name') or ''}{f.get('arguments') or ''}" for f in calls if isinstance(f, dict)]
+    return "\n".join([content_text(m.content), *parts])
+
+
+def turn_boundaries(
+    entries: list[Entry], estimate: Estimate | None, now: int, end: int
+) -> list[tuple[int, int]]:
+    """Each place between two turns, and the end (`end`, with `now` tokens), with the context's
+    tokens there: (the pos a handoff would follow, tokens).
+
+    A turn starts at Bub's `loop.start` event, or at a user message in a family without one. The
+    tokens are the last prompt tokens reported before the place, else the estimate (without one,
+    a place with no report before it is left out).
+    """
+    bub_turns = any(e.kind == "event" and e.name == "loop.start" for e in entries)
+    points: list[tuple[int, int]] = []
+    reported: int | None = None
+    turns = 0
+    for e in entries:
+        starts = (e.kind, e.name) == (("event", "loop.start") if bub_turns else ("message", "user"))
+        if starts and turns:
+            tokens = reported if reported is not None or estimate is None else estimate.before(e.pos)
+            if tokens is not None:
+                points.append((e.pos - 1, tokens))
+        turns += starts
+        used = usage(e)
+        if used is not None and e.prompt_tokens is not None:
+            reported = used[0]
+    if turns:
+        points.append((end, now))
+    return points

@@ -1,0 +1,134 @@
+"""A tape, or the segment between two of its anchors, exported: as JSONL or a Markdown transcript.
+
+Streamed, never loaded whole: the JSONL of an append-only tape is its bytes between two index
+offsets, read in blocks; everything else is read through the index a batch of entries at a time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.utils.text import slugify
+
+from tapeview.sources import reader
+
+from . import raw, timeline
+from .context import AnchorNotFound
+from .models import Anchor, EntryRow, Tape
+from .transcript import entry_markdown
+
+FORMATS = {
+    # JSONL: one JSON value a line; not a type a browser renders (and always an attachment).
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
+}
+BATCH = 500
+CHUNK = 1 << 20
+
+
+class BadSegment(ValueError):
+    """`to` is not an anchor after `from`."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The entries from the anchor at `start` (None: the tape's first line) up to the one before
+    the anchor at `stop` (None: the last line indexed)."""
+
+    start: int | None = None
+    stop: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.start is None and self.stop is None
+
+
+@dataclass(frozen=True)
+class Export:
+    chunks: Iterator[bytes]
+    filename: str
+    content_type: str
+
+
+def segment(tape: Tape, start: int | None = None, stop: int | None = None) -> Segment:
+    """The segment between two anchors of the tape; AnchorNotFound, BadSegment when there is none."""
+    for pos in (start, stop):
+        if pos is not None and not Anchor.objects.filter(tape=tape, pos=pos).exists():
+            raise AnchorNotFound(f"no anchor at entry {pos} of this tape")
+    if start is not None and stop is not None and stop <= start:
+        raise BadSegment("`to` must be an anchor after `from`")
+    return Segment(start, stop)
+
+
+def export(tape: Tape, fmt: str, start: int | None = None, stop: int | None = None) -> Export:
+    """The tape (or a segment, see `segment`) as `fmt` ("jsonl" or "md"), streamed.
+
+    Raises AnchorNotFound, BadSegment, and TapeNotFound when the file is gone.
+    """
+    part = segment(tape, start, stop)
+    if fmt == "md":
+        chunks = _markdown(tape, part)
+    elif tape.append_only:
+        chunks = _lines(tape, part)
+    else:
+        chunks = _records(tape, part)
+    # The file opens at the first chunk: take it now, so that a file gone since the lookup is a
+    # 404 rather than a download broken off once it has started.
+    first = next(chunks, b"")
+    return Export(itertools.chain([first], chunks), filename(tape, part, fmt), FORMATS[fmt])
+
+
+def filename(tape: Tape, part: Segment, fmt: str) -> str:
+    """A name safe on every system: the label's letters and digits, or the tape's key."""
+    base = slugify(tape.label, allow_unicode=True)[:80].strip("-_") or tape.key
+    if part.start is not None:
+        base += f"-from-{part.start}"
+    if part.stop is not None:
+        base += f"-to-{part.stop}"
+    return f"{base}.{fmt}"
+
+
+def _lines(tape: Tape, part: Segment) -> Iterator[bytes]:
+    """The lines of an append-only tape, byte for byte, as far as they are indexed (whole lines)."""
+    begin = _offset(tape, part.start) if part.start is not None else 0
+    end = _offset(tape, part.stop) if part.stop is not None else tape.indexed_offset
+    yield from reader(tape.kind).read_raw(Path(tape.path), begin, max(0, end - begin), CHUNK)
+
+
+def _offset(tape: Tape, pos: int) -> int:
+    return EntryRow.objects.get(tape=tape, pos=pos).offset
+
+
+def _entries(tape: Tape, part: Segment):
+    """The segment's entries in file order, read a batch at a time."""
+    after = part.start - 1 if part.start is not None else None
+    while True:
+        rows = timeline.find_rows(tape, after=after, before=part.stop, limit=BATCH)
+        if not rows:
+            return
+        yield from sorted(timeline.read_rows(tape, rows), key=lambda e: e.pos)
+        after = rows[-1].pos
+
+
+def _records(tape: Tape, part: Segment) -> Iterator[bytes]:
+    """A JSON document's entries (no lines of their own), one JSON line per entry's payload."""
+    for e in _entries(tape, part):
+        if e.readable:
+            yield raw.json_bytes(e.payload) + b"\n"
+
+
+def _markdown(tape: Tape, part: Segment) -> Iterator[bytes]:
+    source = reader(tape.kind)
+    entries = _entries(tape, part)
+    ahead = next(entries, None)  # the first batch is read (and the file opened) before any byte goes out
+    end = f"#{part.stop - 1}" if part.stop else "the end"
+    span = "" if part.whole else f", entries #{part.start or 1} to {end}"
+    title = " ".join(tape.label.split())
+    yield f"# {title}\n\n{tape.kind} · {tape.source} · {tape.name}{span}\n\n".encode(errors="replace")
+    for e in itertools.chain([ahead] if ahead else [], entries):
+        text = entry_markdown(source, e)
+        if text:
+            yield text.encode(errors="replace")
