@@ -14,19 +14,30 @@ from tapeview.tapes.api.schemas import TEXT, PageIn, responses
 
 from . import engine
 
+HIGHLIGHTS = "where the matches are in `snippet`: [start, end) offsets in characters (code points)"
+
 
 class HitOut(Schema):
     tape_id: str
+    tape_label: str
+    source: str
     pos: int = Field(description="the entry: GET /api/tapes/{tape_id}/entries/{pos}")
     kind: str
+    role: str | None = Field(description="a message's role; null for other kinds")
     date: datetime | None
-    snippet: str = Field(description="HTML: the matching text escaped, the matches in <mark>")
+    snippet: str = Field(description="plain text around the matches (no HTML)")
+    highlights: list[tuple[int, int]] = Field(description=HIGHLIGHTS)
+    copies: int = Field(description="entries of the tape that repeat this one (stream deltas, prompt copies)")
     score: float
 
 
 class HitPageOut(Schema):
     items: list[HitOut]
     next_cursor: str | None
+    total: int = Field(
+        description=f"matching entries (before folding copies), counted up to {engine.COUNT_LIMIT}"
+    )
+    total_capped: bool = Field(description="more entries match than `total`")
 
 
 class SearchFilters(PageIn):
@@ -37,6 +48,10 @@ class SearchFilters(PageIn):
     since: date | None = Field(None, description="entries of this day (UTC) or later")
     until: date | None = Field(None, description="entries of this day (UTC) or earlier")
     role: str | None = Field(None, max_length=40, pattern=TEXT, description="messages of this role")
+    label: str | None = Field(
+        None, max_length=40, pattern=TEXT, description="entries whose current review has this label"
+    )
+    score: int | None = Field(None, ge=1, le=5, description="entries whose current review has this score")
     name: str | None = Field(
         None, max_length=200, pattern=TEXT, description="events and anchors of this name or below it"
     )
@@ -46,7 +61,8 @@ class SearchFilters(PageIn):
 class MemoryHitOut(Schema):
     store_id: str
     kind: str
-    snippet: str = Field(description="HTML: the matching text escaped, the matches in <mark>")
+    snippet: str = Field(description="plain text around the matches (no HTML)")
+    highlights: list[tuple[int, int]] = Field(description=HIGHLIGHTS)
     date: datetime | None
     score: float
 
@@ -68,36 +84,48 @@ router = Router(tags=["search"])
 
 @router.get("/search", response=responses({200: HitPageOut}, 400))
 def search_tapes(request: HttpRequest, filters: Query[SearchFilters]) -> dict:
-    """Full-text search over every entry of every tape, best matches first."""
+    """Full-text search over every entry of every tape, best matches first. The entries of a tape
+    that repeat a hit (yachiyo's stream deltas and prompt copies, the same lines again) are folded
+    into it and counted in its `copies`; a page holds `limit` hits after folding."""
     discovery.sync_if_stale()
     start = decode(filters.cursor, {"o": int})["o"] if filters.cursor else 0
     kinds = [k.strip() for k in (filters.kinds or "").split(",") if k.strip()] or None
-    hits = engine.search(
-        filters.q,
-        source=filters.source,
-        tape_key=filters.tape,
-        kinds=kinds,
-        since=filters.since,
-        until=filters.until,
-        role=filters.role,
-        name=filters.name,
-        order=filters.order,
-        limit=filters.limit + 1,
-        offset=start,
-    )
+    found = {
+        "source": filters.source,
+        "tape_key": filters.tape,
+        "kinds": kinds,
+        "since": filters.since,
+        "until": filters.until,
+        "role": filters.role,
+        "review_label": filters.label,
+        "review_score": filters.score,
+        "name": filters.name,
+    }
+    hits = engine.search(filters.q, **found, order=filters.order, limit=filters.limit + 1, offset=start)
+    count = engine.count(filters.q, **found)
     items = [
         {
             "tape_id": h.tape_key,
+            "tape_label": h.tape_label,
+            "source": h.source,
             "pos": h.pos,
             "kind": h.kind,
+            "role": h.role,
             "date": h.date,
-            "snippet": h.snippet_html,
+            "snippet": h.snippet,
+            "highlights": h.highlights,
+            "copies": len(h.copies),
             "score": h.score,
         }
         for h in hits[: filters.limit]
     ]
     more = len(hits) > filters.limit
-    return {"items": items, "next_cursor": encode({"o": start + filters.limit}) if more else None}
+    return {
+        "items": items,
+        "next_cursor": encode({"o": start + filters.limit}) if more else None,
+        "total": count.total,
+        "total_capped": count.capped,
+    }
 
 
 # Registered before the memory router, whose /memory/{store_id} would take "search" for a store id.
@@ -114,7 +142,14 @@ def search_memory(request: HttpRequest, filters: Query[MemorySearchFilters]) -> 
         offset=start,
     )
     items = [
-        {"store_id": h.store_key, "kind": h.kind, "snippet": h.snippet_html, "date": h.date, "score": h.score}
+        {
+            "store_id": h.store_key,
+            "kind": h.kind,
+            "snippet": h.snippet,
+            "highlights": h.highlights,
+            "date": h.date,
+            "score": h.score,
+        }
         for h in hits[: filters.limit]
     ]
     more = len(hits) > filters.limit

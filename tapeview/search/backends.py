@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection
 
-from .text import START, STOP, fts_body, fts_query, pg_body, pg_query, pg_words
+from .text import MARK, START, STOP, fts_body, fts_query, pg_body, pg_query, pg_words
 
 COLUMNS = "doc, tape_id, pos, store_id, item, source, kind, name, date"
 SNIPPET_WORDS = 24
@@ -36,7 +36,6 @@ class Found:
     name: str
     date: str
     score: float
-    snippet: str = ""
 
 
 class Where:
@@ -49,6 +48,12 @@ class Where:
     def add(self, condition: str, *params: object) -> None:
         self.conditions.append(condition)
         self.params.extend(params)
+
+    def narrowed(self, condition: str, *params: object) -> Where:
+        """These filters and one more, leaving these as they are."""
+        where = Where()
+        where.conditions, where.params = [*self.conditions, condition], [*self.params, *params]
+        return where
 
     def below(self, column: str, value: str, separators: str) -> None:
         """`column` is `value`, or starts with `value` and one of the separators."""
@@ -109,6 +114,13 @@ class _Table:
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM search_doc WHERE {self.id} BETWEEN %s AND %s", [first, last])
 
+    def bodies(self, ids: list[int]) -> dict[int, str]:
+        """The searchable text of these docs as it was given (the markers both engines add taken out)."""
+        if not ids:
+            return {}
+        sql = f"SELECT {self.id}, body FROM search_doc WHERE {self.id} IN ({', '.join(['%s'] * len(ids))})"
+        return {doc_id: body.replace(MARK, "") for doc_id, body in _fetch(sql, ids)}
+
 
 class SQLite(_Table):
     """An FTS5 table: the text in `body`, the rest UNINDEXED; the rowid is the doc's id."""
@@ -128,23 +140,35 @@ class SQLite(_Table):
         match = fts_query(q)
         if not match:
             return []
-        # FTS5's rank is bm25(): lower is better. Snippets are made for the page only.
+        # FTS5's rank is bm25(): lower is better.
         order_by = "rank" if order == "relevance" else "date DESC, rowid DESC"
         sql = (
             f"SELECT rowid, {COLUMNS}, -rank FROM search_doc WHERE search_doc MATCH %s AND {where.sql} "
             f"ORDER BY {order_by} LIMIT %s OFFSET %s"
         )
-        found = [Found(*row) for row in _fetch(sql, [match, *where.params, limit, offset])]
-        if found:
-            ids = [f.id for f in found]
-            sql = (
-                "SELECT rowid, snippet(search_doc, 0, %s, %s, %s, %s) FROM search_doc "
-                f"WHERE search_doc MATCH %s AND rowid IN ({', '.join(['%s'] * len(ids))})"
-            )
-            snippets = dict(_fetch(sql, [START, STOP, ELLIPSIS, SNIPPET_WORDS, match, *ids]))
-            for f in found:
-                f.snippet = snippets.get(f.id, "")
-        return found
+        return [Found(*row) for row in _fetch(sql, [match, *where.params, limit, offset])]
+
+    def count(self, q: str, where: Where, limit: int) -> int:
+        """How many docs match, counted up to `limit`."""
+        match = fts_query(q)
+        if not match:
+            return 0
+        sql = (
+            "SELECT COUNT(*) FROM (SELECT 1 FROM search_doc "
+            f"WHERE search_doc MATCH %s AND {where.sql} LIMIT %s)"
+        )
+        return _fetch(sql, [match, *where.params, limit])[0][0]
+
+    def snippets(self, q: str, ids: list[int]) -> dict[int, str]:
+        """The marked snippets of these matching docs: made for the hits shown, never the whole window."""
+        match = fts_query(q)
+        if not match or not ids:
+            return {}
+        sql = (
+            "SELECT rowid, snippet(search_doc, 0, %s, %s, %s, %s) FROM search_doc "
+            f"WHERE search_doc MATCH %s AND rowid IN ({', '.join(['%s'] * len(ids))})"
+        )
+        return dict(_fetch(sql, [START, STOP, ELLIPSIS, SNIPPET_WORDS, match, *ids]))
 
 
 class PostgreSQL(_Table):
@@ -173,16 +197,29 @@ class PostgreSQL(_Table):
             f"FROM search_doc, to_tsquery('simple', %s) AS query WHERE tsv @@ query AND {where.sql} "
             f"ORDER BY {order_by} LIMIT %s OFFSET %s"
         )
-        found = [Found(*row) for row in _fetch(sql, [query, *where.params, limit, offset])]
-        if found:
-            sql = (
-                "SELECT id, ts_headline('simple', body, query, %s) "
-                "FROM search_doc, to_tsquery('simple', %s) AS query WHERE id = ANY(%s)"
-            )
-            snippets = dict(_fetch(sql, [HEADLINE, query, [f.id for f in found]]))
-            for f in found:
-                f.snippet = snippets.get(f.id, "")
-        return found
+        return [Found(*row) for row in _fetch(sql, [query, *where.params, limit, offset])]
+
+    def count(self, q: str, where: Where, limit: int) -> int:
+        """How many docs match, counted up to `limit`."""
+        query = pg_query(q)
+        if not query:
+            return 0
+        sql = (
+            "SELECT COUNT(*) FROM (SELECT 1 FROM search_doc, to_tsquery('simple', %s) AS query "
+            f"WHERE tsv @@ query AND {where.sql} LIMIT %s) AS found"
+        )
+        return _fetch(sql, [query, *where.params, limit])[0][0]
+
+    def snippets(self, q: str, ids: list[int]) -> dict[int, str]:
+        """The marked snippets of these matching docs: made for the hits shown, never the whole window."""
+        query = pg_query(q)
+        if not query or not ids:
+            return {}
+        sql = (
+            "SELECT id, ts_headline('simple', body, query, %s) "
+            "FROM search_doc, to_tsquery('simple', %s) AS query WHERE id = ANY(%s)"
+        )
+        return dict(_fetch(sql, [HEADLINE, query, ids]))
 
 
 ENGINES = {"sqlite": SQLite, "postgresql": PostgreSQL}

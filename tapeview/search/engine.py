@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from django.urls import reverse
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 
 from memory_admin.models import MemoryStore
+from tapeview.reviews import ledger
 from tapeview.tapes.models import Tape
 
-from . import backends
-from .feed import LAST_POS, refresh_memory_if_stale, store_span, tape_span
-from .text import highlight
+from . import backends, copies
+from .backends import Found, Where
+from .feed import LAST_POS, SHIFT, refresh_memory_if_stale, store_span, tape_span
+from .snippets import Span, marked, marked_html
+from .text import terms
 
 ORDERS = ("relevance", "time")
+# The best (or newest) matching entries that fold into groups; after them, hits come one by one.
+WINDOW = 500
+COUNT_LIMIT = 10_000  # matching entries counted at most: a count past it reads "10000+"
+REVIEWED_LIMIT = 5000  # reviewed entries a search narrows to: far more than operators review by hand
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One tape entry that matches, with the words that matched marked in its snippet."""
+    """One tape entry that matches, with the entries of its tape that repeat it (stream deltas,
+    prompt copies) folded under it. `highlights` are [start, end) offsets into the plain `snippet`."""
 
     tape_key: str
     tape_label: str
@@ -29,8 +39,18 @@ class Hit:
     kind: str
     name: str
     date: datetime | None
-    snippet_html: str
     score: float
+    snippet: str = ""
+    highlights: tuple[Span, ...] = ()
+    copies: tuple[Hit, ...] = ()
+
+    @property
+    def role(self) -> str | None:
+        return self.name if self.kind == "message" else None
+
+    @property
+    def snippet_html(self) -> SafeString:
+        return mark_safe(marked_html(self.snippet, self.highlights))  # marked_html() escapes the agent's text
 
     @property
     def url(self) -> str:
@@ -46,13 +66,30 @@ class MemoryHit:
     owner: str
     kind: str
     item: str
-    snippet_html: str
     date: datetime | None
     score: float
+    snippet: str = ""
+    highlights: tuple[Span, ...] = ()
+
+    @property
+    def snippet_html(self) -> SafeString:
+        return mark_safe(marked_html(self.snippet, self.highlights))  # marked_html() escapes the agent's text
 
     @property
     def url(self) -> str:
         return reverse("memory_admin:store_detail", args=[self.store_key])
+
+
+@dataclass(frozen=True)
+class Count:
+    """How many entries match, counted up to COUNT_LIMIT."""
+
+    total: int
+    capped: bool = False
+    by_tape: dict[str, Count] = field(default_factory=dict)  # of the tapes asked about
+
+    def __str__(self) -> str:
+        return f"{self.total}+" if self.capped else str(self.total)
 
 
 def _parse_date(text: str) -> datetime | None:
@@ -62,8 +99,16 @@ def _parse_date(text: str) -> datetime | None:
 # Searching
 
 
-def search(
-    q: str,
+def _reviewed_docs(label: str | None, score: int | None) -> list[int]:
+    """The doc ids of the entries whose current review has this label and score."""
+    found = ledger.find(label=label, score=score, current=True).values_list("tape_key", "pos")
+    pairs = list(found[:REVIEWED_LIMIT])
+    tapes = dict(Tape.objects.filter(key__in={k for k, _ in pairs}).values_list("key", "pk"))
+    return sorted({tapes[key] << SHIFT | pos for key, pos in pairs if key in tapes and 0 < pos <= LAST_POS})
+
+
+def _where(
+    backend: backends.SQLite | backends.PostgreSQL,
     *,
     source: str | None = None,
     tape_key: str | None = None,
@@ -73,28 +118,24 @@ def search(
     since: date | datetime | None = None,
     until: date | datetime | None = None,
     within: tuple[int, int] | None = None,
-    order: str = "relevance",
-    limit: int = 50,
-    offset: int = 0,
-) -> list[Hit]:
-    """Tape entries matching every word and phrase of `q`, best (or newest) first.
-
-    `role` keeps messages of that role; `name` keeps events and anchors of that name or below it
-    (`loop` finds `loop.step`); `within` keeps the entries from one anchor's position up to (not
-    including) another's, on the tape `tape_key`.
-    """
-    backend = backends.current()
-    if backend is None or order not in ORDERS:
-        return []
-    where = backends.Where()
+    review_label: str | None = None,
+    review_score: int | None = None,
+) -> Where | None:
+    """The filters of a tape search as SQL; None when nothing can match."""
+    where = Where()
     where.add(f"{backend.id} > 0")
+    if review_label or review_score is not None:
+        ids = _reviewed_docs(review_label, review_score)
+        if not ids:
+            return None
+        where.add(f"{backend.id} IN ({', '.join(['%s'] * len(ids))})", *ids)
     if tape_key:
         tape_id = Tape.objects.filter(key=tape_key).values_list("pk", flat=True).first()
         if tape_id is None:
-            return []
+            return None
         first, last = within if within else (0, LAST_POS + 1)
         if last <= first:
-            return []
+            return None
         where.add(f"{backend.id} BETWEEN %s AND %s", *tape_span(tape_id, first, last - 1))
     elif within:
         raise ValueError("searching within a phase needs a tape")
@@ -107,23 +148,86 @@ def search(
     if name:
         where.below("name", name, "./")
     where.dates(since, until)
-    found = backend.find(q, where, order, limit, offset)
-    tapes = Tape.objects.in_bulk({row.tape_id for row in found})
-    return [
-        Hit(
-            tape_key=tape.key,
-            tape_label=tape.label,
-            source=row.source,
-            pos=row.pos,
-            kind=row.kind,
-            name=row.name,
-            date=_parse_date(row.date),
-            snippet_html=mark_safe(highlight(row.snippet)),  # highlight() escapes the agent's text
-            score=row.score,
-        )
-        for row in found
-        if (tape := tapes.get(row.tape_id)) is not None
-    ]
+    return where
+
+
+def search(
+    q: str, *, order: str = "relevance", limit: int = 50, offset: int = 0, **filters: object
+) -> list[Hit]:
+    """Tape entries matching every word and phrase of `q`, best (or newest) first, each with the
+    entries of its tape that repeat it folded under it; `limit` and `offset` count those groups.
+
+    Filters (see `_where`): `source`, `tape_key`, `kinds`; `role` keeps messages of that role;
+    `name` keeps events and anchors of that name or below it (`loop` finds `loop.step`); `since`
+    and `until`; `within` keeps the entries from one anchor's position up to (not including)
+    another's, on the tape `tape_key`; `review_label` and `review_score` keep the entries whose
+    current review has that label or score.
+    """
+    backend = backends.current()
+    if backend is None or order not in ORDERS:
+        return []
+    where = _where(backend, **filters)
+    if where is None:
+        return []
+    query = terms(q)
+    rows = backend.find(q, where, order, WINDOW, 0)
+    folded = copies.fold(rows, _bodies(backend, rows), query)
+    page = [[rows[i] for i in group] for group in folded[offset : offset + limit]]
+    if len(rows) == WINDOW and len(page) < limit:  # past the window: one hit per entry
+        start = WINDOW + max(0, offset - len(folded))
+        page += [[row] for row in backend.find(q, where, order, limit - len(page), start)]
+    snippets = backend.snippets(q, [group[0].id for group in page])
+    tapes = Tape.objects.in_bulk({row.tape_id for group in page for row in group})
+    hits = []
+    for lead, *repeats in page:
+        tape = tapes.get(lead.tape_id)
+        if tape is not None:
+            found = sorted((_hit(row, tape) for row in repeats), key=lambda h: h.pos)
+            text, spans = marked(snippets.get(lead.id, ""), query, f"{lead.kind} {lead.name}".strip())
+            hits.append(_hit(lead, tape, text, spans, tuple(found)))
+    return hits
+
+
+def _bodies(backend: backends.SQLite | backends.PostgreSQL, rows: list[Found]) -> dict[int, str]:
+    """The text of the rows that may repeat one another: those of tapes with more than one row."""
+    per_tape = Counter(row.tape_id for row in rows)
+    return backend.bodies([row.id for row in rows if per_tape[row.tape_id] > 1])
+
+
+def _hit(
+    row: Found, tape: Tape, text: str = "", spans: tuple[Span, ...] = (), repeats: tuple[Hit, ...] = ()
+) -> Hit:
+    return Hit(
+        tape_key=tape.key,
+        tape_label=tape.label,
+        source=row.source,
+        pos=row.pos or 0,
+        kind=row.kind,
+        name=row.name,
+        date=_parse_date(row.date),
+        score=row.score,
+        snippet=text,
+        highlights=spans,
+        copies=repeats,
+    )
+
+
+def count(q: str, *, tapes: Iterable[str] = (), **filters: object) -> Count:
+    """How many tape entries match (the filters of `search`), and how many on each of `tapes`."""
+    backend = backends.current()
+    where = _where(backend, **filters) if backend is not None else None
+    if backend is None or where is None:
+        return Count(0)
+    by_tape = {}
+    for key, tape_id in Tape.objects.filter(key__in=list(tapes)).values_list("key", "pk"):
+        one = where.narrowed(f"{backend.id} BETWEEN %s AND %s", *tape_span(tape_id))
+        by_tape[key] = _capped(backend.count(q, one, COUNT_LIMIT + 1))
+    total = _capped(backend.count(q, where, COUNT_LIMIT + 1))
+    return Count(total.total, total.capped, by_tape)
+
+
+def _capped(n: int) -> Count:
+    return Count(min(n, COUNT_LIMIT), n > COUNT_LIMIT)
 
 
 def search_memory(
@@ -141,7 +245,7 @@ def search_memory(
     if backend is None or order not in ORDERS:
         return []
     refresh_memory_if_stale()
-    where = backends.Where()
+    where = Where()
     where.add(f"{backend.id} < 0")
     if store_key:
         store_id = MemoryStore.objects.filter(key=store_key).values_list("pk", flat=True).first()
@@ -151,18 +255,23 @@ def search_memory(
     if kind:
         where.below("kind", kind, ".")
     found = backend.find(q, where, order, limit, offset)
+    snippets = backend.snippets(q, [row.id for row in found])
     stores = MemoryStore.objects.in_bulk({row.store_id for row in found})
-    return [
-        MemoryHit(
-            store_key=store.key,
-            store_title=store.title,
-            owner=store.owner,
-            kind=row.kind,
-            item=row.item,
-            snippet_html=mark_safe(highlight(row.snippet)),  # highlight() escapes the agent's text
-            date=_parse_date(row.date),
-            score=row.score,
-        )
-        for row in found
-        if (store := stores.get(row.store_id)) is not None
-    ]
+    hits = []
+    for row in found:
+        if (store := stores.get(row.store_id)) is not None:
+            text, spans = marked(snippets.get(row.id, ""), terms(q))
+            hits.append(
+                MemoryHit(
+                    store_key=store.key,
+                    store_title=store.title,
+                    owner=store.owner,
+                    kind=row.kind,
+                    item=row.item,
+                    date=_parse_date(row.date),
+                    score=row.score,
+                    snippet=text,
+                    highlights=spans,
+                )
+            )
+    return hits

@@ -39,6 +39,8 @@ class SearchForm(forms.Form):
     until = forms.DateField(required=False)
     from_anchor = forms.IntegerField(required=False, min_value=1, max_value=LAST_POS)
     to_anchor = forms.IntegerField(required=False, min_value=1, max_value=LAST_POS)
+    review_label = forms.CharField(required=False, max_length=40, label="Reviewed with label")
+    review_score = forms.IntegerField(required=False, min_value=1, max_value=5, label="Reviewed with score")
     # memory
     store = forms.CharField(required=False, max_length=32)
     store_kind = forms.CharField(required=False, max_length=40)
@@ -70,6 +72,9 @@ class SearchForm(forms.Form):
     def offset(self, size: int) -> int:
         return ((self.cleaned_data.get("page") or 1) - 1) * size
 
+    def current_order(self) -> str:
+        return self.cleaned_data.get("order") or "relevance"
+
     def tape_filters(self) -> dict:
         """The keyword arguments of engine.search."""
         data = self.cleaned_data
@@ -84,7 +89,8 @@ class SearchForm(forms.Form):
             "since": data.get("since"),
             "until": data.get("until"),
             "within": within,
-            "order": data.get("order") or "relevance",
+            "review_label": data.get("review_label") or None,
+            "review_score": data.get("review_score"),
         }
 
     def memory_filters(self) -> dict:
@@ -93,5 +99,4 @@ class SearchForm(forms.Form):
         return {
             "store_key": data.get("store") or None,
             "kind": data.get("store_kind") or None,
-            "order": data.get("order") or "relevance",
         }

@@ -8,7 +8,6 @@ the phrase of its parts.
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 LIMIT = 16_000  # characters of text indexed per entry (and per memory doc)
 MAX_DEPTH = 24
 MARK = "\x01"  # stored around CJK characters (and, for PostgreSQL, punctuation): a separator to both parsers
-START, STOP = "\x02", "\x03"  # highlight markers, safe to HTML-escape and then turn into <mark>
+START, STOP = "\x02", "\x03"  # the engines' highlight markers, taken out of snippets again
 # Han, Hiragana, Katakana, Hangul and their neighbours: scripts written without spaces between words.
 CJK = (
     "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31f0-\u31ff"
@@ -28,14 +27,17 @@ _CJK = re.compile(f"([{CJK}])")
 _TOKEN = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
 _TERM = re.compile(r'"([^"]*)"?|(\S+)')
 _PUNCT = re.compile(f"([{CJK}]|[^\\w\\s]|_)")
-_TOUCHING = re.compile(f"{STOP}((?:[^\\w\\s]|_)*){START}")
 _SPACE = re.compile(r"\s")
 _MARKERS = re.compile("[\x01-\x03]")
 # Keys whose values are ids, types or times: noise in a text index.
 SKIP_KEYS = frozenset(
-    {"id", "role", "type", "call_id", "tool_call_id", "run_id", "trace_id", "signature", "date", "timestamp"}
+    {
+        *("id", "role", "type", "call_id", "tool_call_id", "run_id", "trace_id", "request_id", "session_id"),
+        *("signature", "date", "timestamp", "created_at", "updated_at"),
+    }
 )
 # Latin letters with diacritics fold to their base letter on PostgreSQL, as FTS5's unicode61 does.
+_FOLDABLE = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
 _FOLD = {
     c: base
     for c in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00))
@@ -84,19 +86,24 @@ def pg_words(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words FTS5's unicode61 tokenizer would find, after spaced_cjk, lowercased."""
-    return _TOKEN.findall(text.lower().translate(_FOLD))
+    return _TOKEN.findall(folded(text))
 
 
-def highlight(snippet: str) -> str:
-    """HTML of a marked snippet: the text escaped first, then the markers turned into <mark>.
+def folded(text: str) -> str:
+    """Text lowercased, its Latin letters without their diacritics: what `words` are found in."""
+    low = text.lower()
+    # translate() is slow, and most text (even most that is not ASCII) has nothing to fold.
+    return low.translate(_FOLD) if not low.isascii() and _FOLDABLE.search(low) else low
 
-    Matched words that touch (`中文`, `fs_read`) become one mark, as FTS5 marks a phrase and
-    ts_headline marks its words one by one.
-    """
-    joined = _TOUCHING.sub(r"\1", snippet.replace(MARK, ""))
-    escaped = html.escape(joined)
-    out = escaped.replace(START, "<mark>").replace(STOP, "</mark>")
-    return out + "</mark>" * (out.count("<mark>") - out.count("</mark>"))
+
+def word_spans(text: str) -> list[tuple[int, int, str]]:
+    """The words of a text as `words` finds them, each with its [start, end) in the text."""
+    return [(m.start(), m.end(), folded(m.group())) for m in _TOKEN.finditer(text)]
+
+
+def joined_words(low: str) -> str:
+    """The words of a folded text joined by single spaces."""
+    return " ".join(_TOKEN.findall(low))
 
 
 def terms(q: str) -> list[Term]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -23,23 +25,31 @@ TAPE_CHOICES = 300  # the most recently active tapes offered in the tape filter
 def search(request: HttpRequest) -> HttpResponse:
     """Search every entry of every tape (or every memory store on the memory tab).
 
-    Template `search/search.html`; htmx gets its partial `#results`, or `#search` (the filters
-    with the results) when a change of tab or tape changes the filters themselves.
+    Template `search/search.html`, context: `hits` (a page of them, each with the entries that
+    repeat it in `copies`), `sessions` (the same hits by tape, with each tape's `count` of matching
+    entries) and `count` (of every matching entry). htmx gets its partial `#results`, or `#search`
+    (the filters with the results) when a change of tab or tape changes the filters themselves.
     """
     form = SearchForm(request.GET)
     hits: list = []
+    count = None
     if form.is_valid() and form.cleaned_data["q"].strip():
-        window = {"limit": PAGE_SIZE + 1, "offset": form.offset(PAGE_SIZE)}
+        q, order = form.cleaned_data["q"], form.current_order()
+        window = {"order": order, "limit": PAGE_SIZE + 1, "offset": form.offset(PAGE_SIZE)}
         discovery.sync_if_stale()  # Bub memory zones are found through the tape index too
         if form.current_tab() == "memory":
-            hits = engine.search_memory(form.cleaned_data["q"], **form.memory_filters(), **window)
+            hits = engine.search_memory(q, **form.memory_filters(), **window)
         else:
-            hits = engine.search(form.cleaned_data["q"], **form.tape_filters(), **window)
+            hits = engine.search(q, **form.tape_filters(), **window)
+            shown = {h.tape_key for h in hits[:PAGE_SIZE]}
+            count = engine.count(q, tapes=shown, **form.tape_filters()) if hits else engine.Count(0)
     page = (form.cleaned_data.get("page") or 1) if form.is_valid() else 1
     ctx = {
         "form": form,
         "tab": form.current_tab(),
         "hits": hits[:PAGE_SIZE],
+        "sessions": _by_session(hits[:PAGE_SIZE], count) if count is not None else [],
+        "count": count,
         "page": page,
         "has_next": len(hits) > PAGE_SIZE,
         "kinds": KINDS,
@@ -51,6 +61,27 @@ def search(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         template += "#search" if request.htmx.target == "search" else "#results"
     return render(request, template, ctx)
+
+
+@dataclass
+class Session:
+    """The hits of one tape on a page, and how many entries of it match in all."""
+
+    tape_key: str
+    tape_label: str
+    source: str
+    count: engine.Count | None
+    hits: list[engine.Hit] = field(default_factory=list)
+
+
+def _by_session(hits: list[engine.Hit], count: engine.Count) -> list[Session]:
+    """The page's hits by tape, the tapes in the order of their best hit."""
+    sessions: dict[str, Session] = {}
+    for hit in hits:
+        key = hit.tape_key
+        session = sessions.setdefault(key, Session(key, hit.tape_label, hit.source, count.by_tape.get(key)))
+        session.hits.append(hit)
+    return list(sessions.values())
 
 
 def _tape_choices(form: SearchForm) -> dict:

@@ -1,4 +1,4 @@
-"""The search API: tape entries and memory items, with snippets, filters and pages."""
+"""The search API: tape entries and memory items, with plain snippets and offsets, filters and pages."""
 
 from __future__ import annotations
 
@@ -15,14 +15,32 @@ def realistic(served) -> Tape:
     return Tape.objects.get(source="samples", name="session_realistic")
 
 
-def test_search_finds_entries_with_a_marked_snippet_that_link_to_the_entry(reader, realistic) -> None:
+HIT = {
+    "tape_id",
+    "tape_label",
+    "source",
+    "pos",
+    "kind",
+    "role",
+    "date",
+    "snippet",
+    "highlights",
+    "copies",
+    "score",
+}
+
+
+def test_search_finds_entries_with_a_plain_snippet_and_offsets_that_link_to_the_entry(
+    reader, realistic
+) -> None:
     body = reader.get("/api/search", q="中文", tape=realistic.key).json()
     assert [h["pos"] for h in body["items"]] and body["next_cursor"] is None
     hit = next(h for h in body["items"] if h["pos"] == 91)
-    assert set(hit) == {"tape_id", "pos", "kind", "date", "snippet", "score"}
-    assert (hit["tape_id"], hit["kind"]) == (realistic.key, "message") and "<mark>中文</mark>" in hit[
-        "snippet"
-    ]
+    assert set(hit) == HIT
+    assert (hit["tape_id"], hit["tape_label"], hit["source"]) == (realistic.key, realistic.label, "samples")
+    assert (hit["kind"], hit["role"]) == ("message", "assistant")
+    assert [hit["snippet"][start:end] for start, end in hit["highlights"]] == ["中文"]
+    assert "<mark>" not in hit["snippet"]
     entry = reader.get(f"/api/tapes/{hit['tape_id']}/entries/{hit['pos']}").json()
     assert "中文" in str(entry["payload"])
 
@@ -67,10 +85,8 @@ def test_a_hostile_query_is_an_answer_not_an_error(reader, served, q) -> None:
 def test_memory_search_finds_long_term_memory(reader, memory_sources) -> None:
     body = reader.get("/api/memory/search", q="Pixel").json()
     hit = next(h for h in body["items"] if h["kind"] == "nanobot.memory")
-    assert (
-        set(hit) == {"store_id", "kind", "snippet", "date", "score"}
-        and "<mark>Pixel</mark>" in hit["snippet"]
-    )
+    assert set(hit) == {"store_id", "kind", "snippet", "highlights", "date", "score"}
+    assert {hit["snippet"][start:end] for start, end in hit["highlights"]} == {"Pixel"}
     assert MemoryStore.objects.get(key=hit["store_id"]).title == "MEMORY.md"
     only = reader.get("/api/memory/search", q="Pixel", store=hit["store_id"]).json()["items"]
     assert only and {h["store_id"] for h in only} == {hit["store_id"]}

@@ -17,7 +17,6 @@ from tapeview.search.text import (
     entry_text,
     fts_body,
     fts_query,
-    highlight,
     memory_docs,
     pg_body,
     pg_query,
@@ -98,16 +97,6 @@ def test_bodies_keep_the_text_readable_once_the_marker_is_dropped():
 
 def test_markers_in_agent_text_are_removed_before_indexing():
     assert START not in fts_body(f"a{START}b{STOP}c") and STOP not in pg_body(f"a{STOP}b")
-
-
-def test_highlight_escapes_the_text_before_marking_it():
-    html = highlight(f"<script>alert(1)</script> {START}蓝{MARK}色{STOP} & more {START}cut")
-    assert html == "&lt;script&gt;alert(1)&lt;/script&gt; <mark>蓝色</mark> &amp; more <mark>cut</mark>"
-
-
-def test_highlight_joins_matched_words_that_touch():
-    pg_style = f"{START}中{STOP}{MARK}{MARK}{START}文{STOP} {START}fs{STOP}{MARK}_{MARK}{START}read{STOP} {START}a{STOP} {START}b{STOP}"
-    assert highlight(pg_style) == "<mark>中文</mark> <mark>fs_read</mark> <mark>a</mark> <mark>b</mark>"
 
 
 def test_entry_text_of_a_message_with_parts_keeps_the_text_not_the_image():

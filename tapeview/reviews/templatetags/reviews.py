@@ -1,0 +1,43 @@
+"""The reviews shown on a tape's timeline: the current ones of each entry, and the tape's summary."""
+
+from __future__ import annotations
+
+from weakref import WeakKeyDictionary
+
+from django import template
+from django.http import HttpRequest
+
+from tapeview.sources import Entry
+from tapeview.tapes.models import Tape
+
+from .. import ledger
+from ..models import Review
+
+register = template.Library()
+
+# The current reviews of a tape by position, once per request: the timeline asks for each entry.
+_boards: WeakKeyDictionary[HttpRequest, dict[str, dict[int, list[Review]]]] = WeakKeyDictionary()
+
+
+@register.simple_tag(takes_context=True)
+def entry_reviews(context: template.Context, tape: Tape | None, entry: Entry | None) -> list[Review] | None:
+    """The current reviews of this entry, orphans marked; None for what cannot be reviewed.
+
+    An unfinished last line is not indexed yet, and has no position to review.
+    """
+    if tape is None or entry is None or not 1 <= entry.pos < tape.next_pos:
+        return None
+    request = context.get("request")
+    if request is None:
+        board = ledger.current_by_pos(tape)
+    else:
+        boards = _boards.setdefault(request, {})
+        if tape.key not in boards:
+            boards[tape.key] = ledger.current_by_pos(tape)
+        board = boards[tape.key]
+    return ledger.mark(board.get(entry.pos, []))
+
+
+@register.simple_tag
+def tape_reviews(tape: Tape) -> dict:
+    return ledger.summary(tape.key)
