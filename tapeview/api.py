@@ -15,7 +15,8 @@ from memory_admin.api import router as memory_router
 from memory_admin.stores.model import StoreError
 from tapeview.accounts.auth import SessionAuth, TokenAuth, docs_access
 from tapeview.accounts.throttle import Throttled
-from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound
+from tapeview.reviews.api import router as reviews_router
+from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound, WriteFailed
 from tapeview.tapes.api import entries, tapes
 from tapeview.tapes.api.cursor import BadCursor
 from tapeview.tapes.api.schemas import busy_detail
@@ -44,6 +45,8 @@ api = TapeviewAPI(
 )
 api.add_router("", tapes.router)
 api.add_router("", entries.router)
+api.add_router("", "tapeview.tapes.api.analysis.router")
+api.add_router("", reviews_router)
 if apps.is_installed("tapeview.search"):
     # Imported only where installed: search is an optional app, and its models exist only then.
     from tapeview.search.api import router as search_router
@@ -114,6 +117,12 @@ def busy(request: HttpRequest, exc: TapeBusy) -> HttpResponse:
     response = api.create_response(request, body, status=409)
     response["Retry-After"] = str(retry_after)
     return response
+
+
+@api.exception_handler(WriteFailed)
+def write_failed(request: HttpRequest, exc: WriteFailed) -> HttpResponse:
+    """The disk refused the write (full, I/O error): the file was left as it was."""
+    return _error(request, 507, str(exc))
 
 
 def _bad_request(request: HttpRequest, exc: Exception) -> HttpResponse:

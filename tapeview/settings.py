@@ -57,6 +57,23 @@ TAPEVIEW_STOPPED_SECONDS = env_float("TAPEVIEW_STOPPED_SECONDS", 600)
 # A page re-checks the files at most this often (seconds).
 TAPEVIEW_REFRESH_SECONDS = env_float("TAPEVIEW_REFRESH_SECONDS", 2)
 
+
+def env_windows(name: str) -> dict[str, int]:
+    """`MODEL=TOKENS,...` as a dict; a bad item stops the start, saying which."""
+    windows = {}
+    for item in env_list(name, ""):
+        model, _, tokens = item.rpartition("=")
+        if not model.strip() or not tokens.strip().isdigit() or int(tokens) < 1:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not MODEL=TOKENS (e.g. my-llm=32768)")
+        windows[model.strip()] = int(tokens)
+    return windows
+
+
+# Context windows in tokens by model name, over the table in tapeview/tapes/windows.py.
+TAPEVIEW_MODEL_WINDOWS = env_windows("TAPEVIEW_MODEL_WINDOWS")
+# The budget gauge warns once the context since the last anchor fills this share of the window.
+TAPEVIEW_BUDGET_WARN = env_float("TAPEVIEW_BUDGET_WARN", 0.8, low=0.01)
+
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -71,6 +88,7 @@ INSTALLED_APPS = [
     "axes",
     "tapeview.accounts",
     "tapeview.tapes",
+    "tapeview.reviews",
     "memory_admin",
     "tapeview.search",
 ]
@@ -87,6 +105,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    "tapeview.errors.WriteFailedMiddleware",
     # Last: turns a sign-in refused for too many failures into the lockout page (429).
     "axes.middleware.AxesMiddleware",
 ]

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from . import api
 
 urlpatterns = [
     path("", include("tapeview.tapes.urls")),
+    path("", include("tapeview.reviews.urls")),
     path("", include("tapeview.accounts.urls")),
     path("memory/", include("memory_admin.urls")),
     path("search/", include("tapeview.search.urls")),
     path("api/", api.urls()),
+    # Browsers ask for /favicon.ico whatever the page says: send them the real one.
+    path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
 ]
 
 handler400 = "tapeview.errors.bad_request"

@@ -8,6 +8,12 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from hypothesis import settings as hypothesis_settings
+
+# The same examples on every run and every machine: a property that passes here passes in CI, and a
+# failure shows up the same way again.
+hypothesis_settings.register_profile("tapeview", derandomize=True, database=None)
+hypothesis_settings.load_profile("tapeview")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -83,8 +89,12 @@ def memory_sources(db, settings, tmp_path: Path) -> dict[str, Path]:
     (tmp_path / "bub").mkdir()
     for name in ("hand_memory_zone.jsonl", "session_realistic.jsonl"):
         shutil.copy(FIXTURES / "bub" / name, tmp_path / "bub" / name)
-    for name in ("nanobot_memory", "yachiyo_memory", "araliya_kv"):
-        shutil.copytree(FIXTURES / name, tmp_path / name)
+    for fixture, name in (
+        ("nanobot_memory", "nanobot_memory"),
+        ("yachiyo_memory", "yachiyo_memory"),
+        ("araliya", "araliya_kv"),
+    ):
+        shutil.copytree(FIXTURES / fixture, tmp_path / name)
     settings.TAPEVIEW_SOURCES = ",".join(f"{kind}={kind}:{path}" for kind, path in roots.items())
     settings.TAPEVIEW_REFRESH_SECONDS = 0
     settings.TAPEVIEW_QUIET_SECONDS = 0
@@ -146,3 +156,56 @@ def anonymous(db) -> Api:
 def idle(settings) -> None:
     """Tapes count as idle at once (the agent's quiet period is for live agents)."""
     settings.TAPEVIEW_QUIET_SECONDS = 0
+
+
+@pytest.fixture
+def shared_db(transactional_db, tmp_path: Path):
+    """The index in a database every thread shares as the server's processes do.
+
+    On SQLite the test database is in memory with a shared cache, whose table locks fail at once
+    ("database table is locked") instead of waiting as the file database `tapeview serve` uses
+    does; so the threads get a migrated file database configured as in production.
+    """
+    from django import db
+    from django.core.management import call_command
+
+    if db.connection.vendor != "sqlite":
+        yield
+        return
+    config = db.connections.settings[db.DEFAULT_DB_ALIAS]  # what every thread's new connection is made from
+    in_memory, name = db.connections[db.DEFAULT_DB_ALIAS], config["NAME"]
+    config["NAME"] = str(tmp_path / "index.sqlite3")
+    db.connections[db.DEFAULT_DB_ALIAS] = db.connections.create_connection(db.DEFAULT_DB_ALIAS)
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+        yield
+    finally:
+        db.connection.close()
+        config["NAME"] = name
+        db.connections[db.DEFAULT_DB_ALIAS] = in_memory
+
+
+@pytest.fixture
+def page():
+    """A page of a fresh headless Chromium (the browser tests' `page`), closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, VIEWPORT
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser.new_page(viewport=VIEWPORT, accept_downloads=True)
+        browser.close()
+
+
+@pytest.fixture
+def site(live_server, settings, bub_home: Path, bub_samples: Path) -> str:
+    """The live server over both Bub sample folders, indexed: what the browser tests open."""
+    from tapeview.tapes import discovery
+
+    settings.TAPEVIEW_SOURCES = f"home=bub:{bub_home},samples=bub:{bub_samples}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
+    discovery.sync()
+    return live_server.url

@@ -11,7 +11,7 @@ from tapeview.accounts import signin
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_link_used_by_many_requests_at_once_signs_in_exactly_once(user_factory) -> None:
+def test_a_link_used_by_many_requests_at_once_signs_in_exactly_once(shared_db, user_factory) -> None:
     token = signin.issue(user_factory("vera"))
     start, results = threading.Barrier(8), []
 

@@ -22,9 +22,9 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 from memory_admin.models import MemoryStore
 from tapeview.tapes import discovery
 from tapeview.tapes.models import EntryRow, Tape
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS
 from tests.project import hostile
 from tests.project.hostile import BUNDLE, MARKDOWN, NAME_IMG, NAME_QUOTES, SCRIPT, TEMPLATE
-from tests.tapes.test_browser import ARTIFACTS, CHROMIUM, FLAGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -35,3 +35,10 @@ def test_a_refused_page_is_one_line_in_the_log(viewer_client, caplog) -> None:
         assert viewer_client.get("/users/").status_code == 403
     [record] = [r for r in caplog.records if r.name == "django.request"]
     assert record.exc_info is None and "Forbidden" in record.getMessage()
+
+
+def test_the_favicon_is_found_without_signing_in(client) -> None:
+    moved = client.get("/favicon.ico")
+    assert moved.status_code == 301 and moved["Location"].endswith("favicon.svg")
+    icon = client.get(moved["Location"])
+    assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content)

@@ -34,6 +34,12 @@ FORBIDDEN = {
     ),
     "tapeview/accounts/": ("tapeview.tapes", "tapeview.search", "memory_admin"),
     "tapeview/tapes/": ("tapeview.search", "memory_admin", "tapeview.accounts.views"),
+    "tapeview/reviews/": (
+        "tapeview.search",
+        "memory_admin",
+        "tapeview.tapes.views",
+        "tapeview.accounts.views",
+    ),
     "memory_admin/": ("tapeview.search", "tapeview.accounts.views", "tapeview.tapes.views"),
     "tapeview/search/": ("tapeview.tapes.views", "tapeview.accounts.views", "memory_admin.views"),
 }

@@ -84,7 +84,7 @@ def copy_sources(root: Path) -> dict[str, Path]:
     shutil.copytree(FIXTURES / "yachiyo" / "data", yachiyo)
     shutil.copytree(FIXTURES / "yachiyo_memory" / "data" / "long-term-memory", yachiyo / "long-term-memory")
     araliya = root / "araliya"
-    shutil.copytree(FIXTURES / "araliya_kv", araliya)
+    shutil.copytree(FIXTURES / "araliya", araliya)
     return {"bub": bub, "nanobot": nanobot, "yachiyo": yachiyo, "araliya": araliya}
 
 
