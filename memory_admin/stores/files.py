@@ -110,7 +110,8 @@ def _watching(path: Path) -> Iterator[list]:
 
 def _after_rename(path: Path, data: bytes, mode: int, replaced: list) -> None:
     """Never lose the agent's write silently: a write into the old file in the window is put back,
-    and the edit is reported as a conflict (StaleEdit) instead of as saved."""
+    and the edit is reported as a conflict (StaleEdit) instead of as saved. A write the agent
+    makes to the new file after the rename is its own later write (often built on ours)."""
     if replaced:
         fd, seen = replaced
         st = os.fstat(fd)
@@ -118,9 +119,6 @@ def _after_rename(path: Path, data: bytes, mode: int, replaced: list) -> None:
             theirs = os.pread(fd, st.st_size, 0)
             os.replace(_write_temp(path, theirs, mode), path)
             raise StaleEdit(_text(theirs), version_of(theirs))
-    now = read_bytes(path)
-    if now != data:  # the agent wrote over ours right after the rename: theirs stands
-        raise StaleEdit(_text(now), version_of(now))
 
 
 def temp_files(path: Path) -> list[Path]:
