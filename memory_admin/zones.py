@@ -63,10 +63,14 @@ def snapshot(found: dict) -> Snapshot:
 
 
 def refresh(tape: Tape) -> None:
-    """Index what a zone write appended, to the tape or to its memory sidecar."""
-    index.refresh(tape)
+    """Index what a zone write appended, to the tape or to its memory sidecar.
+
+    Waits for another request indexing the tape at the same moment: the answer to a write (and the
+    next read) must show the version just written, not the one before it.
+    """
+    index.refresh(tape, wait=index.AFTER_WRITE)
     for attachment in tape.attachments.all():
-        index.refresh(attachment)
+        index.refresh(attachment, wait=index.AFTER_WRITE)
 
 
 def writers(found: dict, skip: Set[int] = frozenset()) -> dict[int, tuple[int, str]]:

@@ -18,7 +18,6 @@ from . import index
 from .models import Tape
 
 MAX_NAME = 200
-INDEX_WAIT = 2.0  # seconds
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +115,7 @@ def write(
     try:
         # Wait a little for an indexer busy with this tape, so the answer can show the new entries;
         # if they are not indexed yet, the next request indexes them.
-        index.refresh(tape, wait=INDEX_WAIT)
+        index.refresh(tape, wait=index.AFTER_WRITE)
     except Exception:
         log.exception("handoff written to %s; indexing it is left to the next request", tape.path)
     return written

@@ -39,6 +39,9 @@ LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
 STATE_PREVIEW = 300
+# How long a writer waits for another indexer of the tape it wrote, so that its answer (and the
+# next read) shows what it wrote.
+AFTER_WRITE = 5.0  # seconds
 Progress = Callable[[int], None]
 
 

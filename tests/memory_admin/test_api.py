@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from memory_admin.models import MemoryStore
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.models import AuditEvent
 from tapeview.sources import bub
+from tapeview.tapes import index
 
 pytestmark = pytest.mark.django_db
 
@@ -126,6 +128,18 @@ def test_a_zone_long_term_edit_appends_a_new_version(writer, memory_sources, idl
         "memory/seal",
     ]
     assert AuditEvent.objects.get().actor == "token:writer"
+
+
+def test_a_zone_edit_while_another_request_indexes_the_tape_answers_with_what_it_wrote(
+    writer, memory_sources, idle, monkeypatch
+) -> None:
+    """Another request holds the tape's index lease for a moment: the edit waits for it, not stale."""
+    zone = store("bub.zone")
+    real, free_at = index.lease_of, time.monotonic() + 0.5
+    monkeypatch.setattr(index, "lease_of", lambda tape: real(tape) if time.monotonic() > free_at else None)
+    r = writer.put(f"/api/memory/{zone.key}/long-term", {"content": "Likes tea.", "base_version": "8"})
+    assert r.status_code == 200 and r.json()["version"] == "9" and r.json()["long_term_text"] == "Likes tea."
+    assert writer.get(f"/api/memory/{zone.key}").json()["long_term_text"] == "Likes tea."
 
 
 @pytest.mark.parametrize("base", ["3", "abc", "٣"])

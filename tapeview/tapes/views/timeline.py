@@ -1,61 +1,29 @@
-"""Tape pages: the session index, a tape's timeline, its context preview, one entry."""
+"""One tape's pages: the timeline, its phases, lineage, context preview, one entry, exports."""
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.core.exceptions import BadRequest
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.shortcuts import render
 from django.utils.http import content_disposition_header
 from django.views.decorators.vary import vary_on_headers
 
-from tapeview.accounts.audit import Actor
-from tapeview.accounts.roles import role_required
-from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound
+from tapeview.sources import TapeNotFound
 
-from . import budget, context, export, handoff, health, lineage, listing, lookup, phases, raw, timeline
-from .api.cursor import BadCursor, decode, encode
-from .forms import (
+from .. import budget, context, export, lineage, lookup, phases, raw, timeline
+from ..api.cursor import BadCursor, decode, encode
+from ..forms import (
     ContextForm,
     ExportForm,
-    HandoffForm,
     LineageForm,
     PhaseSortForm,
-    SuggestionForm,
-    TapeListForm,
     TimelineForm,
 )
-from .models import EntryRow, Tape
+from ..models import EntryRow, Tape
 
-LIST_PAGE_SIZE = 50
 PHASE_ROWS = 100
 LINEAGE_PAGE_SIZE = 100
 FILE_GONE = "this tape's file is gone"
-
-# A tape or entry that is not there is lookup.NoSuchTape / NoSuchEntry: Http404s, so Django
-# answers them with the 404 page and their text.
-
-
-# The same URL answers htmx with a partial and a browser with the page: caches must keep both.
-@vary_on_headers("HX-Request")
-def tape_list(request: HttpRequest) -> HttpResponse:
-    """Every session of every source. Template `tapeview/tape_list.html`, partial `#rows`."""
-    form = TapeListForm(request.GET)
-    form.is_valid()
-    tapes = listing.tapes(form.cleaned_data.get("q"), form.cleaned_data.get("source"), form.narrowings())
-    pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
-    ctx = {
-        "form": form,
-        "page": pages.get_page(form.cleaned_data.get("page")),
-        "sort": form.current_sort(),
-        "columns": form.columns(),
-        "sources": listing.source_labels(),
-        "total": Tape.objects.count(),
-    }
-    template = "tapes/tape_list.html" + ("#rows" if request.htmx else "")
-    return render(request, template, ctx)
 
 
 @vary_on_headers("HX-Request", "HX-Target")
@@ -190,63 +158,3 @@ def tape_export(request: HttpRequest, key: str, fmt: str) -> StreamingHttpRespon
     response = StreamingHttpResponse(found.chunks, content_type=found.content_type)
     response["Content-Disposition"] = content_disposition_header(True, found.filename)
     return response
-
-
-def source_list(request: HttpRequest) -> HttpResponse:
-    """Every configured source, its detected kind and health. Template `tapeview/source_list.html`."""
-    return render(request, "tapes/source_list.html", {"sources": health.source_health()})
-
-
-@role_required("operator")
-def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
-    """Write a handoff after showing what the agent's next context would be.
-
-    Template `tapeview/tape_handoff.html`; 409 with Retry-After when the tape is mid-turn.
-    """
-    tape = lookup.find_tape(key)
-    form = HandoffForm(request.POST or None)
-    refusal = handoff.refusal(tape)
-    ctx = {"tape": tape, "form": form, "refusal": refusal}
-    if not refusal:
-        ctx["now"] = context.preview(tape)
-        ctx["state"] = handoff.append_state(tape)
-        suggestion = SuggestionForm(request.GET)
-        at = suggestion.cleaned_data.get("at") if suggestion.is_valid() else None
-        if at is not None:
-            # The suggested handoff point of the budget gauge: the context as it was there.
-            ctx["suggested"] = context.preview(tape, until=at)
-            ctx["suggested_at"] = at
-    if request.method == "POST" and not refusal and form.is_valid():
-        data = form.cleaned_data
-        try:
-            written = handoff.write(
-                tape,
-                data["name"],
-                Actor.of(request.user),
-                summary=data["summary"],
-                confirm_stopped=data["confirm_stopped"],
-            )
-        except AgentStopped as stopped:
-            ctx["stopped"] = stopped
-            response = render(request, "tapes/tape_handoff.html", ctx, status=409)
-            response["Retry-After"] = str(max(1, round(stopped.retry_after)))
-            return response
-        except TapeBusy as busy:
-            ctx["busy"] = busy
-            response = render(request, "tapes/tape_handoff.html", ctx, status=409)
-            response["Retry-After"] = str(max(1, round(busy.retry_after)))
-            return response
-        except handoff.HandoffRefused as exc:
-            form.add_error("name", str(exc))
-        else:
-            first, last = written[0], written[-1]
-            messages.info(
-                request, f"Handoff {first['payload']['name']!r} written as ids {first['id']}–{last['id']}."
-            )
-            return redirect(f"{reverse('tapes:tape_detail', args=[tape.key])}?end=1")
-    return render(
-        request,
-        "tapes/tape_handoff.html",
-        ctx,
-        status=400 if refusal and request.method == "POST" else 200,
-    )

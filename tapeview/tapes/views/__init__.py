@@ -1,0 +1,17 @@
+"""Tape pages, one module per page family: the session index, a tape's timeline and its pages, the handoff."""
+
+from .handoff import tape_handoff
+from .sessions import source_list, tape_list
+from .timeline import entry_detail, entry_raw, tape_context, tape_detail, tape_export, tape_lineage
+
+__all__ = [
+    "entry_detail",
+    "entry_raw",
+    "source_list",
+    "tape_context",
+    "tape_detail",
+    "tape_export",
+    "tape_handoff",
+    "tape_lineage",
+    "tape_list",
+]
