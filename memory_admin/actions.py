@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from tapeview.accounts.audit import Actor
@@ -14,18 +16,34 @@ from tapeview.sources import TapeBusy
 
 from . import writes
 from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
-from .kinds import AraliyaKv, BubZone, YachiyoMemory
+from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of
 from .models import MemoryStore
-from .stores.model import StaleEdit, StoreError
-from .views import busy_page, confirm_page, conflict_page, refused
+from .stores.model import Snapshot, StaleEdit, StoreError
+from .views import busy_page, confirm_page, conflict_page, refused, saved
+
+# What each zone action did, as the message after it says (a prune names how many notes went).
+ZONE_DONE = {
+    "long_term": "Saved the long-term memory",
+    "daily": "Added to today's note",
+    "clear": "Cleared the memory",
+    "move": "Moved the memory zone to its sidecar",
+}
+# The zone actions that take something away ask first (confirm_page); the others write at once.
+ZONE_QUESTIONS = {
+    "clear": "Clear all memory? A new, empty version is written; the older versions stay in the tape.",
+    "restore": "Restore version {version}? It is written as a new version; nothing is lost.",
+    "prune": "Prune {notes} older than {days} days ({dates})? A new version is written without them; "
+    "the older versions stay in the tape.",
+}
 
 
 def _run(
-    request: HttpRequest, store: MemoryStore, write: Callable[[], object], mine: str = ""
+    request: HttpRequest, store: MemoryStore, write: Callable[[], Snapshot], done: str, mine: str = ""
 ) -> HttpResponse:
-    """Run one write and answer as the user expects: back to the store, or why nothing was written."""
+    """Run one write and answer as the user expects: back to the store saying what it became, or why
+    nothing was written."""
     try:
-        write()
+        snap = write()
     except StaleEdit as stale:
         return conflict_page(
             request, store, mine or stale.current_text, request.POST.get("base_version", ""), stale
@@ -34,6 +52,7 @@ def _run(
         return busy_page(request, store, busy)
     except StoreError as exc:
         return refused(request, store, exc)
+    saved(request, snap, request.POST.get("base_version", ""), done)
     return redirect("memory_admin:store_detail", key=store.key)
 
 
@@ -47,20 +66,28 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
     data, actor = form.cleaned_data, Actor.of(request.user)
     action, base = data["action"], data["base_version"]
     if action == "move":
-        return _run(request, store, lambda: writes.zone_move(store, actor, base))
-    params = {"long_term": {"text": data["text"]}, "daily": {"text": data["text"]},
-              "prune": {"days": data["days"] if data["days"] is not None else PRUNE_DAYS},
+        return _run(request, store, lambda: writes.zone_move(store, actor, base), ZONE_DONE["move"])
+    days = data["days"] if data["days"] is not None else PRUNE_DAYS
+    params = {"long_term": {"text": data["text"]}, "daily": {"text": data["text"]}, "prune": {"days": days},
               "restore": {"version": data["version"]}, "clear": {}}[action]  # fmt: skip
     if action == "restore" and data["version"] is None:
         return refused(request, store, StoreError("say which version to restore"))
-    if action in ("clear", "restore") and not data["confirmed"]:
-        what = (
-            "Clear all memory? A new, empty version is written; the older versions stay in the tape."
-            if action == "clear"
-            else f"Restore version {data['version']}? It is written as a new version; nothing is lost."
-        )
-        return confirm_page(request, store, what)
-    return _run(request, store, lambda: writes.zone_write(store, actor, action, base, **params), data["text"])
+    done, question = ZONE_DONE.get(action, ""), ZONE_QUESTIONS.get(action, "")
+    if action == "restore":
+        done = f"Restored version {data['version']}"
+        question = question.format(version=data["version"])
+    elif action == "prune":
+        gone = kind_of(store).prune_preview(store, days)
+        if not gone:
+            messages.info(request, f"No daily note is older than {days} days: nothing was written.")
+            return redirect("memory_admin:store_detail", key=store.key)
+        notes = f"{len(gone)} daily note{pluralize(len(gone))}"
+        done, question = f"Pruned {notes}", question.format(notes=notes, days=days, dates=", ".join(gone))
+    if question and not data["confirmed"]:
+        return confirm_page(request, store, question)
+    return _run(
+        request, store, lambda: writes.zone_write(store, actor, action, base, **params), done, data["text"]
+    )
 
 
 @require_POST
@@ -78,10 +105,12 @@ def entry_action(request: HttpRequest, key: str) -> HttpResponse:
         if not data["confirmed"]:
             return confirm_page(request, store, f"Delete the memory entry {data['entry_id']}?")
     actor = Actor.of(request.user)
+    done = {"add": "Added an entry", "edit": "Edited an entry", "delete": "Deleted an entry"}[data["action"]]
     return _run(
         request,
         store,
         lambda: writes.entry_write(store, actor, data["action"], data["base_version"], **params),
+        done,
     )
 
 
@@ -96,6 +125,10 @@ def kv_action(request: HttpRequest, key: str) -> HttpResponse:
     params = {"key": data["key"], "value": data["value"]} if data["action"] == "set" else {"key": data["key"]}
     if data["action"] == "delete" and not data["confirmed"]:
         return confirm_page(request, store, f"Delete the key {data['key']!r}?")
+    done = f"{'Set' if data['action'] == 'set' else 'Deleted'} the key {data['key']!r}"
     return _run(
-        request, store, lambda: writes.kv_write(store, actor, data["action"], data["base_version"], **params)
+        request,
+        store,
+        lambda: writes.kv_write(store, actor, data["action"], data["base_version"], **params),
+        done,
     )

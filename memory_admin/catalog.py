@@ -77,11 +77,7 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
     store.rel, store.path, store.title, store.owner = ref.key, str(ref.path), ref.title, ref.owner
     store.editable, store.note, store.tape = ref.editable, ref.note, tape
     seen = (store.size, store.changed_at)
-    try:
-        st = ref.path.stat()
-        store.size, store.changed_at = st.st_size, datetime.fromtimestamp(st.st_mtime, UTC)
-    except OSError:
-        store.size, store.changed_at = 0, None
+    store.size, store.changed_at = _stat(ref.path)
     store.save()
     if store.changed_at and (store.size, store.changed_at) != seen:
         # A new version on disk: keep it now, not only when someone opens the page.
@@ -89,6 +85,22 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
         with suppress(StoreError, OSError):
             snapshot(store)
     return store
+
+
+def refresh_stat(store: MemoryStore) -> None:
+    """Bring the row's size and time up to the file's: a write, or the agent, may have changed it since."""
+    found = _stat(Path(store.path))
+    if (store.size, store.changed_at) != found:
+        store.size, store.changed_at = found
+        store.save(update_fields=["size", "changed_at"])
+
+
+def _stat(path: Path) -> tuple[int, datetime | None]:
+    try:
+        st = path.stat()
+    except OSError:
+        return 0, None
+    return st.st_size, datetime.fromtimestamp(st.st_mtime, UTC)
 
 
 def sources_indexed(sender: object, specs: list[SourceSpec], **kwargs: object) -> None:

@@ -50,6 +50,13 @@ class Revision(models.Model):
     seen_at = models.DateTimeField(auto_now_add=True)
     origin = models.CharField(max_length=20, default="seen")  # seen | written | restored
 
+    SUMMARIES = {"seen": "seen on disk", "written": "written through Tapeview"}
+
     class Meta:
         ordering = ["-seen_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["store", "version"], name="revision_store_version")]
+
+    @property
+    def summary(self) -> str:
+        """What the store page and the versions API say of how this version came to be."""
+        return self.SUMMARIES.get(self.origin, self.origin)

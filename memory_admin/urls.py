@@ -1,6 +1,6 @@
 """URLs of the memory app."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from . import actions, past_pages, views
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("<str:key>/edit", views.store_edit, name="store_edit"),
     path("<str:key>/preview", views.store_preview, name="store_preview"),
     path("<str:key>/diff", views.store_diff, name="store_diff"),
+    re_path(r"^(?P<key>[^/]+)/export\.(?P<fmt>md|json)$", views.store_export, name="store_export"),
     path("<str:key>/blame", past_pages.store_blame, name="store_blame"),
     path("<str:key>/restore", views.store_restore, name="store_restore"),
     path("<str:key>/zone", actions.zone_action, name="zone_action"),

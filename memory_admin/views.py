@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from tapeview.accounts.audit import Actor, events_of
@@ -13,12 +15,12 @@ from tapeview.sources import TapeBusy
 from tapeview.tapes import discovery, index
 from tapeview.tapes.models import Tape
 
-from . import diff, past_pages, versions, writes
-from .catalog import sync_stores
+from . import diff, export, past_pages, versions, writes
+from .catalog import refresh_stat, sync_stores
 from .forms import AsOfForm, DiffForm, RestoreForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
 from .models import MemoryStore
-from .stores.model import StaleEdit, StoreError
+from .stores.model import Snapshot, StaleEdit, StoreError
 from .templatetags.memory import markdown
 
 
@@ -55,6 +57,7 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     adapter = kind_of(store)
     filters = adapter.filters(request.GET)
     filters.is_valid()  # a bad value is shown as the form's error; the page keeps its defaults
+    refresh_stat(store)  # the header shows the file as it is now, whoever changed it
     ctx = {
         "store": store,
         "adapter": adapter,
@@ -91,9 +94,10 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid() and "preview" not in request.POST:
         text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]
         try:
-            writes.save_text(store, text, base, Actor.of(request.user))
+            snap = writes.save_text(store, text, base, Actor.of(request.user))
         except StaleEdit as stale:
             return conflict_page(request, store, text, base, stale)
+        saved(request, snap, base)
         return redirect("memory_admin:store_detail", key=store.key)
     preview = form.data.get("text", snap.text) if request.method == "POST" else snap.text
     return render(request, "memory_admin/store_edit.html", {"store": store, "form": form, "preview": preview})
@@ -144,6 +148,22 @@ def store_diff(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "memory_admin/store_diff.html", ctx)
 
 
+def store_export(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
+    """The store as it is now, as a download: a Markdown document (`fmt` "md") or JSON ("json").
+
+    Template `memory_admin/unreadable.html` (400: `store`, `error`) when the agent's file cannot be read.
+    """
+    store = _store(key)
+    try:
+        found = export.export(store, fmt)
+    except StoreError as exc:
+        ctx = {"store": store, "error": exc}
+        return render(request, "memory_admin/unreadable.html", ctx, status=400)
+    response = HttpResponse(found.body, content_type=found.content_type)
+    response["Content-Disposition"] = content_disposition_header(True, found.filename)
+    return response
+
+
 @role_required("operator")
 @require_POST
 def store_restore(request: HttpRequest, key: str) -> HttpResponse:
@@ -160,7 +180,7 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     text = ""
     try:
         text = versions.version_text(store, version)
-        writes.restore(store, version, base, Actor.of(request.user))
+        snap = writes.restore(store, version, base, Actor.of(request.user))
     except LookupError as exc:
         raise Http404(str(exc)) from None
     except StaleEdit as stale:
@@ -169,7 +189,18 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
         return refused(request, store, exc)
     except TapeBusy as busy:
         return busy_page(request, store, busy)
+    saved(request, snap, base, f"Restored version {version[:16]}")
     return redirect("memory_admin:store_detail", key=store.key)
+
+
+def saved(request: HttpRequest, snap: Snapshot, base: str, done: str = "") -> None:
+    """Say what a write made of the store, by the version its page now shows in the header."""
+    if snap.version == base:
+        messages.info(request, f"Nothing changed: the store is still at version {snap.version}.")
+    elif done:
+        messages.success(request, f"{done}: saved as version {snap.version}.")
+    else:
+        messages.success(request, f"Saved as version {snap.version}.")
 
 
 def confirm_page(request: HttpRequest, store: MemoryStore, question: str) -> HttpResponse:

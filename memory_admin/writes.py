@@ -18,7 +18,7 @@ from tapeview.accounts.models import AuditEvent
 from tapeview.sources import TapeBusy
 
 from . import diff
-from .catalog import sync_stores
+from .catalog import refresh_stat, sync_stores
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of, require
 from .models import MemoryStore
 from .stores import bub_zone
@@ -158,6 +158,7 @@ def _written(
         after=after.version,
         diff=diff.unified(before.text, after.text, f"{title}@{before.version}", f"{title}@{after.version}"),
     )
+    refresh_stat(store)  # the page's header and the API show the file as written, not as last listed
     return after
 
 

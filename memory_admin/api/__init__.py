@@ -1,10 +1,11 @@
-"""The memory API: stores, their content and versions, diffs, long-term edits, prunes."""
+"""The memory API: stores, their content and versions, diffs, exports, long-term edits, prunes."""
 
 from __future__ import annotations
 
 from contextlib import suppress
 
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.http import content_disposition_header
 from ninja import Query, Router, Status
 
 from tapeview.accounts.auth import writer
@@ -12,9 +13,9 @@ from tapeview.tapes import discovery
 from tapeview.tapes.api.cursor import offset_page
 from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
-from .. import asof, versions, writes
+from .. import asof, export, versions, writes
 from ..blame import blame
-from ..catalog import sync_stores
+from ..catalog import refresh_stat, sync_stores
 from ..diff import unified
 from ..kinds import kind_of
 from ..models import MemoryStore
@@ -24,6 +25,8 @@ from .schemas import (
     BlamePageOut,
     ConflictOut,
     DiffOut,
+    ExportIn,
+    ExportOut,
     LongTermIn,
     PruneIn,
     PruneOut,
@@ -96,6 +99,7 @@ def get_store(request: HttpRequest, store_id: str, past: Query[AsOfIn]) -> dict:
     the agent's file cannot be read (corrupt, or nested too deep).
     """
     store = _store(store_id)
+    refresh_stat(store)
     if past.as_of is None:
         return _detail(store, versions.snapshot(store))
     point = asof.Point.at(past.as_of)
@@ -128,6 +132,27 @@ def list_versions(request: HttpRequest, store_id: str, page: Query[PageIn]) -> d
     versions.snapshot(store)  # the current version joins the list if it is new
     items, next_cursor = offset_page(versions.versions(store), page.cursor, page.limit)
     return {"items": items, "next_cursor": next_cursor}
+
+
+EXPORT_DOC = {
+    200: {
+        "description": "a download (Content-Disposition: attachment)",
+        "content": {
+            "text/markdown": {"schema": {"type": "string"}},
+            "application/json": {"schema": ExportOut.json_schema()},
+        },
+    }
+}
+
+
+@router.get("/{store_id}/export", response=responses({}, 400, 404), openapi_extra={"responses": EXPORT_DOC})
+def get_export(request: HttpRequest, store_id: str, query: Query[ExportIn]) -> HttpResponse:
+    """The store's current content as a download: a JSON document, or Markdown to read (as the page's
+    export links give it). 400 when the agent's file cannot be read."""
+    found = export.export(_store(store_id), query.format)
+    response = HttpResponse(found.body, content_type=found.content_type)
+    response["Content-Disposition"] = content_disposition_header(True, found.filename)
+    return response
 
 
 @router.get("/{store_id}/diff", response=responses({200: DiffOut}, 400, 404))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Field, Schema
 
@@ -67,12 +68,37 @@ class StoreDetailOut(StoreOut):
 class VersionOut(Schema):
     version: str
     label: str
+    date: datetime | None = Field(description="when it was written or first seen; null where nothing says")
+    summary: str = Field(description="what changed, as the store page says it")
 
 
 class DiffOut(Schema):
     from_version: str | None = Field(description="null: from nothing (the first version)")
     to_version: str
     diff: str = Field(description="a unified diff")
+
+
+class ExportIn(Schema):
+    format: Literal["json", "md"] = Field(
+        "json",
+        description="json: id, kind, title, owner, source, version, date and the content's fields "
+        "(text; long_term and daily; entries; pairs; history); md: the same as a readable document",
+    )
+
+
+class ExportOut(Schema):
+    """The JSON export (documented only: the endpoint answers the export module's document as it is)."""
+
+    id: str
+    kind: str
+    title: str
+    owner: str
+    source: str
+    version: str
+    date: datetime | None = Field(description="when the current version was written; null where unknown")
+    content: dict = Field(
+        description="by kind: text; long_term and daily (notes by date); entries; pairs (key, value); history"
+    )
 
 
 class LongTermIn(Schema):

@@ -37,6 +37,9 @@ class AraliyaKv(StoreKind):
             out += [origin] * len(araliya_kv.render([pair]).splitlines())
         return out
 
+    def export_content(self, snap: Snapshot) -> dict:
+        return {"pairs": [{"key": pair.key, "value": pair.value} for pair in snap.items]}
+
     def apply(self, store: MemoryStore, action: str, base_version: str, **params) -> None:
         ref = store.ref()
         operations: dict[str, Callable[[], object]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import ClassVar
 
 from django import forms
@@ -19,6 +20,8 @@ class VersionChoice:
 
     version: str
     label: str
+    date: datetime | None = None  # when it was written or first seen (None where nothing says)
+    summary: str = ""  # what changed, as the store page says it
 
 
 class StoreKind:
@@ -41,7 +44,12 @@ class StoreKind:
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         """Every version the store can be compared at or restored to, newest first."""
         return [
-            VersionChoice(r.version, f"{r.seen_at:%Y-%m-%d %H:%M:%S} · {r.origin} · {r.version[:8]}")
+            VersionChoice(
+                r.version,
+                f"{r.seen_at:%Y-%m-%d %H:%M:%S} · {r.origin} · {r.version[:8]}",
+                r.seen_at,
+                r.summary,
+            )
             for r in store.revisions.all()
         ]
 
@@ -76,6 +84,14 @@ class StoreKind:
     def daily(self, snap: Snapshot) -> dict[str, str] | None:
         """Notes by day, where the store keeps them."""
         return None
+
+    def export_content(self, snap: Snapshot) -> dict:
+        """The content as an export's JSON has it (export.py renders the same fields as Markdown)."""
+        return {"text": snap.text}
+
+    def written_at(self, store: MemoryStore, snap: Snapshot) -> datetime | None:
+        """When the current version was written, as far as the files tell: by default the file's time."""
+        return store.changed_at
 
     def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
         """What the partial shows besides the snapshot; `filters` has been validated."""

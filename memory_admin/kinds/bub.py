@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from django import forms
@@ -38,7 +39,11 @@ class BubZone(StoreKind):
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         found = zones.zones_of(store.tape)
-        return [VersionChoice(str(z.version), f"v{z.version}") for z in reversed(found["zones"])]
+        changes = {c.version: c for c in found["changes"]}  # what the page's versions table says
+        return [
+            VersionChoice(str(z.version), f"v{z.version}", z.date, changes[z.version].summary)
+            for z in reversed(found["zones"])
+        ]
 
     def version_text(self, store: MemoryStore, version: str) -> str:
         zone = next((z for z in zones.zones_of(store.tape)["zones"] if str(z.version) == version), None)
@@ -60,6 +65,13 @@ class BubZone(StoreKind):
     def daily(self, snap: Snapshot) -> dict[str, str]:
         zone = bub_zone.current(snap.items)
         return dict(zone.daily) if zone else {}
+
+    def export_content(self, snap: Snapshot) -> dict:
+        return {"long_term": self.long_term_text(snap), "daily": self.daily(snap)}
+
+    def written_at(self, store: MemoryStore, snap: Snapshot) -> datetime | None:
+        zone = bub_zone.current(snap.items)  # the file's time moves with every entry the agent appends
+        return zone.date if zone and zone.date else store.changed_at
 
     def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
         found = zones.zones_of(store.tape)

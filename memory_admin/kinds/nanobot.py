@@ -34,7 +34,9 @@ class NanobotText(StoreKind):
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         commits = nanobot_memory.versions(store.ref(), limit=COMMITS_SHOWN)
-        git = [VersionChoice(f"{GIT}{c.id}", f"git {c.id[:8]} · {c.subject}") for c in commits]
+        git = [
+            VersionChoice(f"{GIT}{c.id}", f"git {c.id[:8]} · {c.subject}", c.time, c.subject) for c in commits
+        ]
         return super().versions(store) + git
 
     def version_text(self, store: MemoryStore, version: str) -> str:
@@ -100,6 +102,10 @@ class NanobotHistory(StoreKind):
 
     def read(self, store: MemoryStore) -> Snapshot:
         return nanobot_memory.read(store.ref())
+
+    def export_content(self, snap: Snapshot) -> dict:
+        fields = ("cursor", "timestamp", "session_key", "content", "readable")
+        return {"history": [{f: getattr(item, f) for f in fields} for item in snap.items]}
 
     def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
         ref, query = store.ref(), filters.cleaned_data.get("q") or ""

@@ -42,6 +42,14 @@ class YachiyoMemory(StoreKind):
             out.append(LineOrigin(_time(entry.updated_at), source, note))
         return out
 
+    def export_content(self, snap: Snapshot) -> dict:
+        fields = ("id", "content", "created_at", "updated_at", "source_session_id", "source_trace_id")
+        return {
+            "entries": [
+                {**{f: getattr(e, f) for f in fields}, "keywords": list(e.keywords)} for e in snap.items
+            ]
+        }
+
     def apply(self, store: MemoryStore, action: str, base_version: str, **params) -> None:
         ref, now = store.ref(), datetime.now(UTC)
         operations: dict[str, Callable[[], object]] = {

@@ -186,7 +186,8 @@ def test_prune_preview_lists_exactly_what_prune_removes(operator_client, memory_
     before = set(re.findall(r"<h3>(\d{4}-\d\d-\d\d)</h3>", page))
     version = zone_version(operator_client, zone.key)
     operator_client.post(
-        f"/memory/{zone.key}/zone", {"action": "prune", "days": "30", "base_version": version}
+        f"/memory/{zone.key}/zone",
+        {"action": "prune", "days": "30", "base_version": version, "confirmed": "on"},
     )
     after = set(
         re.findall(
