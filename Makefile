@@ -4,8 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where `make setup` links the `tapeview` command (Debian's ~/.profile puts it on PATH when it exists).
+BINDIR ?= $(HOME)/.local/bin
 
-.PHONY: run test test-sqlite test-postgres setup system lint format bench load clean
+.PHONY: run test test-sqlite test-postgres setup link system screenshots lint format bench load clean
 
 $(BIN)/tapeview: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,7 +15,22 @@ $(BIN)/tapeview: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test,postgres]'
 	touch $@
 
-setup: $(BIN)/tapeview
+## setup: install into .venv and link `tapeview` into ~/.local/bin (BINDIR)
+setup: $(BIN)/tapeview link
+
+## link: $(BINDIR)/tapeview -> .venv/bin/tapeview; never over a program that is not such a link
+link:
+	@target="$(CURDIR)/$(BIN)/tapeview"; link="$(BINDIR)/tapeview"; \
+	if [ -e "$$link" ] && [ ! -L "$$link" ]; then \
+		echo "tapeview: $$link is another program, left alone: run $$target"; exit 0; \
+	elif ! mkdir -p "$(BINDIR)" 2>/dev/null || ! ln -sfn "$$target" "$$link" 2>/dev/null; then \
+		echo "tapeview: cannot write $(BINDIR): run $$target"; exit 0; \
+	fi; \
+	echo "tapeview: linked $$link -> $$target"; \
+	case ":$$PATH:" in *":$(BINDIR):"*) ;; *) \
+		echo "tapeview: $(BINDIR) is not on PATH in this shell: run 'export PATH=\"$(BINDIR):\$$PATH\"'" \
+			"(Debian's ~/.profile adds it at your next login), or use $$target";; \
+	esac
 
 ## run: set up, write the demo data, index it and serve http://127.0.0.1:8000
 run: setup
@@ -34,6 +51,10 @@ test-sqlite: setup system
 ## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (.ci/postgres_server.py)
 test-postgres: setup system
 	$(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
+
+## screenshots: retake the README's screenshots (docs/screenshots) with the browser test that checks them
+screenshots: setup system
+	TAPEVIEW_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q tests/project/test_screenshots.py
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -216,6 +216,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"one_line": {"()": "tapeview.logfilters.OneLineClientErrors"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"django.request": {"filters": ["one_line"]}},
+    # django.request logs refused requests, django.security.csrf failed CSRF checks: one line each.
+    "loggers": {
+        "django.request": {"filters": ["one_line"]},
+        "django.security.csrf": {"filters": ["one_line"]},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("TAPEVIEW_LOG_LEVEL") or "WARNING"},
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import araliya, bub, nanobot, yachiyo
+from . import araliya, bub, folders, nanobot, yachiyo
 from .contract import Reader
 from .model import (
     AgentStopped,
@@ -16,7 +16,8 @@ from .model import (
     TapeNotFound,
     WriteFailed,
 )
-from .spec import SourceSpec, SourceSpecError
+from .paths import Refusal
+from .spec import UNKNOWN, SourceSpec, SourceSpecError
 from .spec import parse_sources as _parse_sources
 
 KINDS: dict[str, Reader] = {"bub": bub, "nanobot": nanobot, "yachiyo": yachiyo, "araliya": araliya}
@@ -36,8 +37,23 @@ def detect(path: Path) -> str | None:
 
 
 def parse_sources(items: list[str] | str) -> list[SourceSpec]:
-    """Source specifications; a bare PATH gets the kind its content shows."""
+    """Source specifications; a bare PATH gets the kind its content shows (else UNKNOWN)."""
     return _parse_sources(items, detect)
+
+
+def unread_folders(spec: SourceSpec) -> list[Refusal]:
+    """The subfolders of a source that its reader does not look into, and why."""
+    if not spec.known:
+        return []
+    return folders.unread(spec.path, spec.kind, detect)
+
+
+def undetected(spec: SourceSpec) -> str:
+    """What to tell the user about a bare path whose kind cannot be told."""
+    below = [f"{kind}:{path}" for kind, path in folders.sources_below(spec.path, detect)]
+    hint = f"; sources below it: {', '.join(below)}" if below else ""
+    kinds = ", ".join(KINDS)
+    return f"cannot tell what {spec.path} holds, so nothing in it is read: write KIND:PATH ({kinds}){hint}"
 
 
 __all__ = [
@@ -51,9 +67,13 @@ __all__ = [
     "SourceSpecError",
     "TapeBusy",
     "TapeFile",
+    "Refusal",
     "TapeNotFound",
+    "UNKNOWN",
     "WriteFailed",
     "detect",
     "parse_sources",
     "reader",
+    "undetected",
+    "unread_folders",
 ]

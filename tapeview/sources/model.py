@@ -97,6 +97,9 @@ class Entry:
     context: bool = True  # False: operational, never shown to the model
     phase: bool = False  # an anchor that starts a phase (not memory/* or spill/*)
     truncated: bool = False  # the payload was too big to parse for display
+    # The phase anchor this entry starts while staying what it is: nanobot marks its archive
+    # pointer and summary checkpoints on the message rows there, not on lines of their own.
+    anchor: str = ""
 
     @property
     def is_anchor(self) -> bool:

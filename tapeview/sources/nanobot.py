@@ -16,7 +16,9 @@ from .nanobot_lines import is_empty_assistant, is_int, parse_line, replay_text, 
 from .raw_bytes import read_raw
 
 __all__ = [
+    "ARCHIVED_ANCHOR",
     "KIND",
+    "SUMMARY_ANCHOR",
     "archive_boundary",
     "archive_offset",
     "context_messages",
@@ -33,6 +35,8 @@ __all__ = [
 ]
 
 KIND = "nanobot"
+SUMMARY_ANCHOR = "nanobot/summary"  # a summary checkpoint marker (`_hidden_history`)
+ARCHIVED_ANCHOR = "nanobot/archived"  # the first message the archive pointer leaves unarchived
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
@@ -41,6 +45,10 @@ def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise TapeNotFound(str(path)) from exc
+    yield from _mark_phases(list(_records(data)))
+
+
+def _records(data: bytes) -> Iterator[Entry]:
     offset, pos, index = 0, 1, 0
     while offset < len(data):
         end = data.find(b"\n", offset)
@@ -51,6 +59,22 @@ def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
             index += entry.id is not None
             yield entry
         offset, pos = end, pos + 1
+
+
+def _mark_phases(entries: list[Entry]) -> list[Entry]:
+    """Phase anchors where the file says a phase starts (formats/nanobot.md §2.5): each summary
+    checkpoint marker, and the message the archive pointer names. They are marked on those rows,
+    which stay messages: the pointer lives in the metadata line, which nanobot rewrites with the
+    whole file, so the anchors move when it does (the index reads such a file afresh)."""
+    boundary = archive_boundary(entries)
+    for e in entries:
+        if e.id is None or not e.readable:
+            continue
+        if "checkpoint" in e.meta.get("flags", ()):
+            e.anchor, e.phase = SUMMARY_ANCHOR, True
+        elif e.pos == boundary:
+            e.anchor, e.phase = ARCHIVED_ANCHOR, True
+    return entries
 
 
 def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:

@@ -10,6 +10,8 @@ from pathlib import Path
 Detector = Callable[[Path], str | None]
 
 KNOWN_KINDS = ("bub", "nanobot", "yachiyo", "araliya")
+# The kind of a bare path whose content names none: the source is kept, shown as a problem, not read.
+UNKNOWN = "unknown"
 _SPEC = re.compile(r"^(?:(?P<label>[\w.-]+)=)?(?:(?P<kind>[a-z]+):)?(?P<path>.+)$")
 
 
@@ -24,14 +26,23 @@ class SourceSpec:
     path: Path
     detected: bool = False  # the kind was told by the folder's content, not by the spec
 
+    @property
+    def known(self) -> bool:
+        return self.kind != UNKNOWN
+
     def __str__(self) -> str:
-        return f"{self.label}={self.kind}:{self.path}"
+        # A source of unknown kind stays a bare path: read again, it is detected again.
+        return f"{self.label}={self.kind}:{self.path}" if self.known else f"{self.label}={self.path}"
 
 
 def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
-    """One `[LABEL=]KIND:PATH` specification; a bare PATH's kind is detected from what it holds."""
+    """One `[LABEL=]KIND:PATH` specification; a bare PATH's kind is detected from what it holds.
+
+    A bare PATH whose kind cannot be told is kept with the kind UNKNOWN: one such folder must not
+    stop the others from being served (the Sources page and `tapeview index` say what is wrong).
+    """
     m = _SPEC.match(text.strip())
-    if not m or not m["path"].strip():
+    if not m or not m["path"].strip() or re.fullmatch(r"[\w.-]+=", m["path"].strip()):
         raise SourceSpecError(f"cannot read source {text!r}: expected [LABEL=]KIND:PATH or a path")
     kind = m["kind"]
     if kind is not None and kind not in KNOWN_KINDS:
@@ -39,11 +50,7 @@ def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
     path = Path(m["path"].strip()).expanduser().resolve()
     detected = kind is None
     if kind is None:
-        kind = detect(path) if detect else None
-        if kind is None:
-            raise SourceSpecError(
-                f"cannot tell what {str(path)!r} holds: write KIND:PATH with one of {', '.join(KNOWN_KINDS)}"
-            )
+        kind = (detect(path) if detect else None) or UNKNOWN
     label = m["label"] or _default_label(path)
     return SourceSpec(label, kind, path, detected)
 

@@ -57,8 +57,11 @@ def preview(tape: Tape, ref: str | None = None, until: int | None = None) -> Con
     if until is not None:
         rows = rows.filter(pos__lte=until)
     if anchor is not None:
-        # Strictly after the anchor: the anchor itself is not context (formats/bub.md §2.3).
-        rows = rows.filter(pos__gt=anchor.pos)
+        # Strictly after an anchor line: the anchor itself is not context (formats/bub.md §2.3). A
+        # row that only marks a phase start (nanobot's archive pointer, a summary checkpoint) is
+        # a message the agent replays: it is the context's first.
+        line = EntryRow.objects.filter(tape=tape, pos=anchor.pos, kind="anchor").exists()
+        rows = rows.filter(pos__gt=anchor.pos) if line else rows.filter(pos__gte=anchor.pos)
     entries = read_rows(tape, list(rows))
     # An entry too big to parse for display is still context: it stands in as its size, in place.
     big = [e for e in entries if e.truncated]

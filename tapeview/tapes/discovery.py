@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from tapeview.sources import SourceSpec, TapeFile, parse_sources, paths, reader
+from tapeview.sources import SourceSpec, TapeFile, parse_sources, paths, reader, undetected
 from tapeview.sources.paths import Refusal
 
 from .index import Progress, refresh
@@ -53,6 +53,8 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
         files, refused = source_files(spec)
         if not spec.path.exists():
             report.problems.append(f"{spec.label}: {spec.path} does not exist")
+        elif not spec.known:
+            report.problems.append(f"{spec.label}: {undetected(spec)}")
         report.problems += [f"{spec.label}: {r}" for r in refused]
         tapes = _upsert(spec, files)
         report.removed += _remove_gone(spec.label, {f.key for f in files})
@@ -66,6 +68,8 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
 
 def source_files(spec: SourceSpec) -> tuple[list[TapeFile], list[Refusal]]:
     """The files of a source that may be read, and the refusals of the path policy."""
+    if not spec.known:
+        return [], []  # nothing is read until the kind is known (see sync's problems)
     return paths.admit(spec.path, reader(spec.kind).discover(spec.path))
 
 

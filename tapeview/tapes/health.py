@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import Count, Max, Q, Sum
 
-from tapeview.sources import SourceSpec
+from tapeview.sources import Refusal, SourceSpec, undetected, unread_folders
 
 from .discovery import configured_sources, source_files, sync_if_stale
 from .models import Tape
@@ -24,6 +24,7 @@ class SourceHealth:
     unreadable: int = 0
     last_indexed: datetime | None = None
     problems: list[str] = field(default_factory=list)
+    unread: list[Refusal] = field(default_factory=list)  # subfolders not read, and why
 
     @property
     def ok(self) -> bool:
@@ -46,10 +47,13 @@ def source_health() -> list[SourceHealth]:
             health.problems.append(f"{spec.path} does not exist")
         elif not health.readable:
             health.problems.append(f"{spec.path} cannot be read by this process")
+        elif not spec.known:
+            health.problems.append(undetected(spec))
         elif not health.tapes:
             health.problems.append(f"no {spec.kind} tapes found here")
-        if found:
+        if found and health.readable:
             health.problems += [str(r) for r in source_files(spec)[1]]
+            health.unread = unread_folders(spec)
         troubled = Tape.objects.filter(source=spec.label).filter(~Q(problem="") | Q(unreadable__gt=0))
         for tape in troubled.order_by("label")[:20]:
             what = tape.problem or f"{tape.unreadable} unreadable line(s)"

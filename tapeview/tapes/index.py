@@ -222,11 +222,15 @@ def _index_entries(tape: Tape, entries: Iterable[FileEntry], lease: str, progres
 
 def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally) -> None:
     anchor = None
-    if e.is_anchor:
-        state = e.payload.get("state") if isinstance(e.payload, dict) else None
+    # An anchor line, or a line that also starts a phase (nanobot's boundaries: e.anchor).
+    if e.is_anchor or e.anchor:
+        name = e.anchor or e.name
+        state = e.payload.get("state") if e.is_anchor and isinstance(e.payload, dict) else None
         preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
-        anchor = Anchor(tape=tape, pos=e.pos, name=e.name[:300], date=e.date, phase=e.phase, state=preview)
+        anchor = Anchor(tape=tape, pos=e.pos, name=name[:300], date=e.date, phase=e.phase, state=preview)
         anchors.append(anchor)
+        if e.phase:
+            tape.phase_anchor_pos = e.pos
     tally.add(e, anchor)
     if not e.readable:
         tape.unreadable += 1
@@ -246,7 +250,6 @@ def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally)
         tape.anchors += 1
         tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = e.name[:300], e.pos, 0
         if e.phase:
-            tape.phase_anchor_pos = e.pos
             return
     else:
         tape.entries_since_anchor += 1

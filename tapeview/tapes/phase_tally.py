@@ -68,7 +68,7 @@ class PhaseTally:
         self.touched = True
         if not e.readable:
             return
-        if phase is not anchor:
+        if phase is not anchor or e.anchor:  # a row that only marks a phase start is one of its entries
             phase.entries += 1
         date = e.date
         if date is not None:  # Bub's dates are not monotonic in file order (formats/bub.md §0)

@@ -31,7 +31,7 @@ def test_sources_come_comma_separated_from_the_environment(tmp_path: Path) -> No
     assert [s.label for s in specs] == ["a", "b"]
 
 
-@pytest.mark.parametrize("spec", ["", "a=", "nokind", "zork:/tmp"])
+@pytest.mark.parametrize("spec", ["", "a=", "zork:/tmp"])
 def test_bad_source_specs_get_a_clear_error(spec: str) -> None:
     with pytest.raises(SourceSpecError):
         parse_sources([spec])
@@ -43,6 +43,22 @@ def test_index_command_indexes_the_given_sources(bub_home: Path) -> None:
     call_command("index", f"home=bub:{bub_home}", stdout=out)
     assert "6 tapes, 6 indexed" in out.getvalue()
     assert Tape.objects.get(label="cli:local").entries == 97
+
+
+def test_a_bare_path_whose_kind_cannot_be_told_is_kept_as_unknown(tmp_path: Path) -> None:
+    (spec,) = parse_sources([f"odd={tmp_path}"])
+    assert (spec.kind, spec.known, str(spec)) == ("unknown", False, f"odd={tmp_path}")
+
+
+@pytest.mark.django_db
+def test_index_command_warns_of_a_source_of_unknown_kind_and_indexes_the_others(
+    bub_home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "odd").mkdir()
+    out = io.StringIO()
+    call_command("index", str(tmp_path / "odd"), f"home=bub:{bub_home}", stdout=out)
+    assert f"problem: odd: cannot tell what {tmp_path / 'odd'} holds" in out.getvalue()
+    assert "6 tapes, 6 indexed" in out.getvalue()
 
 
 @pytest.mark.django_db

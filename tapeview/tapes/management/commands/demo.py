@@ -1,4 +1,4 @@
-"""`tapeview demo`: write realistic demo data of every agent family under TAPEVIEW_HOME/demo."""
+"""`tapeview demo`: write realistic demo data of every agent family under TAPEVIEW_HOME/demo, once."""
 
 from __future__ import annotations
 
@@ -12,15 +12,32 @@ from tapeview.demodata import araliya, bub, nanobot, yachiyo
 
 
 class Command(BaseCommand):
-    help = "Write the demo data directory (replacing an earlier one): Bub, nanobot, yachiyo and araliya."
+    help = (
+        "Write the demo data (Bub, nanobot, yachiyo, araliya) where it is missing; "
+        "demo data already there is kept, edits included. --reset writes it all afresh."
+    )
 
-    def handle(self, *args, **options) -> None:
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--reset", action="store_true", help="delete the demo data and write it afresh")
+
+    def handle(self, *args, reset: bool, **options) -> None:
         root = settings.TAPEVIEW_DEMO_DIR
-        if root.exists():
+        if reset and root.exists():
             shutil.rmtree(root)
         now = datetime.now(UTC)
-        written = bub.write_bub_demo(root / "bub" / "tapes", now)
-        written += nanobot.write(root / "nanobot", now)
-        written += yachiyo.write(root / "yachiyo", now)
-        written += araliya.write(root / "araliya", now)
-        self.stdout.write(f"wrote {len(written)} demo files under {root}")
+        writers = {
+            "bub": lambda: bub.write_bub_demo(root / "bub" / "tapes", now),
+            "nanobot": lambda: nanobot.write(root / "nanobot", now),
+            "yachiyo": lambda: yachiyo.write(root / "yachiyo", now),
+            "araliya": lambda: araliya.write(root / "araliya", now),
+        }
+        # A family's folder that exists is the operator's now: `make run` must not undo their edits.
+        kept = [family for family in writers if (root / family).exists()]
+        written = [path for family, write in writers.items() if family not in kept for path in write()]
+        if written:
+            self.stdout.write(f"wrote {len(written)} demo files under {root}")
+        if kept:
+            self.stdout.write(
+                f"kept the demo data already under {root} ({', '.join(kept)}); "
+                "`tapeview demo --reset` writes it afresh"
+            )
