@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from urllib.parse import urlencode
 
 from django import forms
 from django.db.models import F
 
-from .listing import NARROWINGS
+from .listing import KINDS, NARROWINGS
 from .lookup import MAX_POS
 from .timeline import ONLY
 
@@ -53,8 +54,15 @@ PHASE_COLUMNS = [
 class TapeListForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
     source = forms.CharField(required=False, max_length=100)
+    kind = forms.ChoiceField(required=False, choices=[("", "all kinds"), *((k, k) for k in KINDS)])
+    # `?errors=1`: only the sessions with an error. Read as text so that `?errors=0` means no (a
+    # checkbox widget reads any text as yes); the template draws its checkbox itself.
+    errors = forms.BooleanField(required=False, widget=forms.TextInput)
     sort = forms.CharField(required=False, max_length=20)
     page = forms.IntegerField(required=False, min_value=1)
+
+    # Text sorts A to Z on the first click; figures and times the largest and newest first.
+    TEXT_COLUMNS = ("label", "source", "last_anchor")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -78,14 +86,25 @@ class TapeListForm(forms.Form):
         expr = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
         return [expr, "label"]
 
-    def columns(self) -> list[tuple[str, str, str]]:
-        """Each column's title, the sort its link asks for (a second click reverses), its state."""
+    def columns(self) -> list[tuple[str, str, str, str]]:
+        """Each column's key, the sort its link asks for (a second click reverses), its title, its state."""
         sort = self.current_sort()
         out = []
         for key, title in COLUMNS:
+            first = key if key in self.TEXT_COLUMNS else f"-{key}"
+            reverse = f"-{key}" if first == key else key
+            link = reverse if sort == first else first
             state = "ascending" if sort == key else "descending" if sort == f"-{key}" else ""
-            out.append((f"-{key}" if sort == key else key, title, state))
+            out.append((key, link, title, state))
         return out
+
+    def saved_query(self) -> str:
+        """The known parameters of this filter and sort as a query string (no page): what a view saves."""
+        data = self.cleaned_data
+        params = {name: data.get(name) for name in ("q", "source", "kind", *NARROWINGS)}
+        params["errors"] = 1 if data.get("errors") else None
+        params["sort"] = self.current_sort() if self.current_sort() != "-last" else None
+        return urlencode({name: value for name, value in params.items() if value not in (None, "")})
 
 
 class TimelineForm(forms.Form):
@@ -97,6 +116,19 @@ class TimelineForm(forms.Form):
     errors = forms.BooleanField(required=False)
     anchors = forms.BooleanField(required=False)
     unreadable = forms.BooleanField(required=False)
+    # Jump by time: the first entry at or after it (`?at=` wins when both are given).
+    time = forms.DateTimeField(required=False)
+    # The live tail: the file's size the reader has seen, so an unchanged file costs no page.
+    seen = forms.IntegerField(required=False, min_value=0)
+
+    def clean_time(self):
+        when = self.cleaned_data.get("time")
+        if when is not None and when.utcoffset():
+            try:
+                when - when.utcoffset()  # the moment in UTC, as the index holds it
+            except OverflowError:
+                raise forms.ValidationError("a time the index cannot hold") from None
+        return when
 
     def only(self) -> str:
         return next((key for key in ONLY if self.cleaned_data.get(key)), "")

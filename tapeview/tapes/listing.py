@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from django import forms
 from django.db.models import Q, QuerySet
 
+from tapeview.sources.spec import KNOWN_KINDS
+
 from . import discovery
 from .models import Tape
+
+KINDS = KNOWN_KINDS  # the agent families a source can hold: the index filters by them
 
 
 @dataclass(frozen=True)
@@ -33,11 +37,17 @@ def add_narrowing(
 
 
 def tapes(
-    q: str | None = None, source: str | None = None, narrow: dict[str, object] | None = None
+    q: str | None = None,
+    source: str | None = None,
+    narrow: dict[str, object] | None = None,
+    *,
+    kind: str | None = None,
+    errors: bool = False,
 ) -> QuerySet[Tape]:
     """The sessions (attachments are listed with their tape) as the sources hold them now.
 
     `q` is looked for in the label, the file name and the last anchor; `source` is a label;
+    `kind` an agent family (KINDS); `errors` keeps the tapes with at least one error;
     `narrow` gives values of the registered narrowings.
     """
     discovery.sync_if_stale()
@@ -46,6 +56,10 @@ def tapes(
         found = found.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
     if source:
         found = found.filter(source=source)
+    if kind:
+        found = found.filter(kind=kind)
+    if errors:
+        found = found.filter(errors__gt=0)
     for name, value in (narrow or {}).items():
         if value not in (None, "") and name in NARROWINGS:
             found = NARROWINGS[name].narrow(found, value)
@@ -55,3 +69,9 @@ def tapes(
 def source_labels() -> QuerySet:
     """The label of every source that has tapes, in order."""
     return Tape.objects.values_list("source", flat=True).distinct().order_by("source")
+
+
+def kinds_held() -> list[str]:
+    """The agent families that some session of the index belongs to, in KINDS order."""
+    held = set(Tape.objects.filter(owner__isnull=True).values_list("kind", flat=True).distinct())
+    return [kind for kind in KINDS if kind in held]

@@ -127,3 +127,22 @@ class Anchor(models.Model):
         ordering = ["pos"]
         constraints = [models.UniqueConstraint(fields=["tape", "pos"], name="anchor_tape_pos")]
         indexes = [models.Index(fields=["tape", "phase_index"], name="anchor_tape_phase")]
+
+
+class SavedView(models.Model):
+    """A filter and sort of the session index that one person named: their preference, not derived.
+
+    `query` holds only the index's known parameters, as `TapeListForm.saved_query()` rebuilt them.
+    """
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="saved_views")
+    name = models.CharField(max_length=100)
+    query = models.CharField(max_length=2000, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="savedview_user_name")]
+
+    def __str__(self) -> str:
+        return self.name

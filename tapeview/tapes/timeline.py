@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from tapeview.sources import Entry, TapeNotFound, reader
 
+from .blocks import Block, Item, arrange, turn_before
 from .models import EntryRow, Tape
 
 PAGE_SIZE = 50
@@ -23,19 +25,6 @@ ONLY: dict[str, dict] = {
 
 
 @dataclass
-class Item:
-    """One entry as the timeline shows it."""
-
-    entry: Entry
-    calls: list[dict] = field(default_factory=list)  # for tool_call: each call with its result
-    results: list[dict] = field(default_factory=list)  # for tool_result: each result with its call
-    call_pos: int | None = None  # for tool_result: where its call is
-    result_pos: int | None = None  # for tool_call: where its results are
-    folded: bool = False  # a tool_result already shown with its call on this page
-    boundary: str = ""  # a family boundary drawn before this entry
-
-
-@dataclass
 class Page:
     items: list[Item]
     first_pos: int | None
@@ -44,6 +33,7 @@ class Page:
     has_newer: bool
     tail: Entry | None  # an unfinished last line, shown at the end
     boundary_after: int | None = None  # everything on the page is archived: draw the boundary last
+    blocks: list[Block] = field(default_factory=list)  # the items grouped in turns and folds
 
 
 def find_rows(
@@ -164,6 +154,10 @@ def page(tape: Tape, only: str = "", **where) -> Page:
     for item in items:
         if item.entry.pos == boundary:
             item.boundary = "consolidated into memory up to here"
+    if only or first is None:
+        blocks = [Block("item", item) for item in items]
+    else:
+        blocks = arrange(items, *turn_before(tape, first))
     return Page(
         items,
         first,
@@ -172,7 +166,14 @@ def page(tape: Tape, only: str = "", **where) -> Page:
         newer,
         tail,
         boundary if boundary and not newer and boundary > (last or 0) else None,
+        blocks,
     )
+
+
+def first_at(tape: Tape, when: datetime) -> int | None:
+    """The position of the first entry at or after `when` (entries without a time are passed over)."""
+    row = EntryRow.objects.filter(tape=tape, date__gte=when).order_by("pos").values_list("pos", flat=True)
+    return row.first()
 
 
 def archive_boundary(tape: Tape) -> int | None:

@@ -58,12 +58,24 @@ def test_the_tape_list_is_sorted_by_the_asked_column(reader, served) -> None:
     assert tokens == sorted(known, reverse=True) + [None] * (len(tokens) - len(known)) and None in tokens
 
 
+def test_the_tape_list_filters_by_kind_and_by_errors_as_the_index_page_does(reader, served) -> None:
+    everything = reader.get("/api/tapes", limit=500).json()["items"]
+    with_errors = reader.get("/api/tapes", errors="true", limit=500).json()["items"]
+    assert {t["id"] for t in with_errors} == {t["id"] for t in everything if t["errors"]} != set()
+    assert len(with_errors) < len(everything)
+    assert [t["id"] for t in reader.get("/api/tapes", kind="bub", limit=500).json()["items"]] == [
+        t["id"] for t in everything
+    ]
+    assert reader.get("/api/tapes", kind="nanobot").json()["items"] == []
+
+
 @pytest.mark.parametrize(
     ("params", "status"),
     [
         ({"limit": 501}, 422),
         ({"limit": 0}, 422),
         ({"sort": "nope"}, 422),
+        ({"kind": "nope"}, 422),
         ({"cursor": "not base64!"}, 422),
         ({"cursor": "eyJ4IjoxfQ"}, 400),  # {"x":1}: not a tape cursor
     ],

@@ -45,7 +45,7 @@ def test_first_admin_signs_in_by_link_and_audits_a_session(page: Page, site: str
     expect(page.locator("#e20 li.call.error")).to_contain_text("not a git repository")
     shot(page, "2-timeline")
 
-    page.locator("aside.phases").get_by_role("link", name="auto_handoff/context_overflow").click()
+    page.locator("aside.phases").get_by_role("link", name="auto_handoff/context_overflow", exact=True).click()
     expect(page.locator("#e70.target")).to_be_visible()
     expect(page).to_have_url(f"{site}/tapes/{page.url.split('/tapes/')[1].split('/')[0]}/?at=70")
     expect(page.locator("#e91")).to_contain_text("中文")

@@ -52,7 +52,7 @@ def test_phase_table_sorts_by_tokens_and_the_lineage_opens(
     shot(page, "20-phase-table-and-gauge")
 
     page.locator("table.phase-table").get_by_role("link", name="Tokens").click()
-    expect(page.locator("table.phase-table th a[aria-sort=descending]")).to_have_text("Tokens ▼")
+    expect(page.locator("table.phase-table th[aria-sort=descending] a")).to_have_text("Tokens ▼")
     expect(rows.first).to_contain_text(by_tokens[0]["anchor"]["name"])
     expect(rows.last).to_contain_text(by_tokens[-1]["anchor"]["name"])
     expect(page).to_have_url(f"{site}/tapes/{tape.key}/")  # swapped by htmx, the timeline stays

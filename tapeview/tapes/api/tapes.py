@@ -82,6 +82,8 @@ class TapePageOut(Schema):
 class TapeFilters(PageIn):
     source: str | None = Field(None, max_length=100, pattern=TEXT)
     q: str | None = Field(None, max_length=200, pattern=TEXT)
+    kind: Literal[tuple(listing.KINDS)] | None = Field(None, description="an agent family")  # type: ignore[valid-type]
+    errors: bool = Field(False, description="only tapes with at least one error")
     sort: Sort = "-last"  # type: ignore[valid-type]
 
 
@@ -140,7 +142,7 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
 @router.get("/tapes", response=responses({200: TapePageOut}, 400))
 def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
     """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
-    tapes = listing.tapes(filters.q, filters.source)
+    tapes = listing.tapes(filters.q, filters.source, kind=filters.kind, errors=filters.errors)
     rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
     return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
 

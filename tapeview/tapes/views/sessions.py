@@ -1,39 +1,108 @@
-"""The session index and the sources page."""
+"""The session index, its saved views, and the sources page."""
 
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from .. import health, listing
 from ..forms import TapeListForm
-from ..models import Tape
+from ..models import SavedView, Tape
 
 LIST_PAGE_SIZE = 50
+LIVE_SECONDS = 2  # how often the index's rows ask for what changed (hx-trigger on #rows)
+
+
+class SavedViewForm(forms.Form):
+    """A name for the index's filter and sort; `query` is the index's query string, validated again."""
+
+    name = forms.CharField(max_length=100)
+    query = forms.CharField(required=False, max_length=4000)
+
+
+def known_query(query: str) -> str:
+    """Only the index's known parameters of a query string, as its form reads them, never as sent."""
+    listed = TapeListForm(QueryDict(query))
+    listed.is_valid()  # a parameter that does not validate is left out
+    return listed.saved_query()
 
 
 # The same URL answers htmx with a partial and a browser with the page: caches must keep both.
 @vary_on_headers("HX-Request")
 def tape_list(request: HttpRequest) -> HttpResponse:
-    """Every session of every source. Template `tapeview/tape_list.html`, partial `#rows`."""
+    """Every session of every source. Template `tapes/tape_list.html`, partial `#rows` (what polls get)."""
     form = TapeListForm(request.GET)
-    form.is_valid()
-    tapes = listing.tapes(form.cleaned_data.get("q"), form.cleaned_data.get("source"), form.narrowings())
+    form.is_valid()  # a parameter that does not validate is ignored
+    data = form.cleaned_data
+    tapes = listing.tapes(
+        data.get("q"),
+        data.get("source"),
+        form.narrowings(),
+        kind=data.get("kind"),
+        errors=bool(data.get("errors")),
+    )
     pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
     ctx = {
         "form": form,
-        "page": pages.get_page(form.cleaned_data.get("page")),
+        "page": pages.get_page(data.get("page")),
         "sort": form.current_sort(),
         "columns": form.columns(),
         "sources": listing.source_labels(),
-        "total": Tape.objects.count(),
+        "kinds": listing.KINDS,
+        "kinds_held": listing.kinds_held(),
+        "kind": data.get("kind") or "",
+        "has_errors": bool(data.get("errors")),
+        "total": Tape.objects.filter(owner__isnull=True).count(),
+        "saved_query": form.saved_query(),
+        "saved_views": SavedView.objects.filter(user=request.user) if request.user.is_authenticated else [],
+        "live_seconds": LIVE_SECONDS,
     }
     template = "tapes/tape_list.html" + ("#rows" if request.htmx else "")
     return render(request, template, ctx)
 
 
+@require_POST
+def savedview_create(request: HttpRequest) -> HttpResponse:
+    """Names the index's filter and sort for the signed-in person; saving a name again replaces it."""
+    form = SavedViewForm(request.POST)
+    query = known_query(request.POST.get("query", "")[:4000])
+    if not form.is_valid():
+        messages.error(request, "A saved view needs a name of at most 100 characters.")
+        return redirect(_index(query))
+    name = form.cleaned_data["name"]
+    try:
+        with transaction.atomic():
+            _, created = SavedView.objects.update_or_create(
+                user=request.user, name=name, defaults={"query": query}
+            )
+    except IntegrityError:  # the same name saved twice at once: the other request's view stands
+        created = False
+    messages.success(request, f"Saved the view “{name}”." if created else f"Replaced the view “{name}”.")
+    return redirect(_index(query))
+
+
+@require_POST
+def savedview_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """Forgets one of the signed-in person's saved views (another's is 404); no session is touched."""
+    view = get_object_or_404(SavedView, pk=pk, user=request.user)
+    view.delete()
+    messages.success(request, f"Deleted the saved view “{view.name}”.")
+    return redirect("tapes:tape_list")
+
+
+def _index(query: str) -> str:
+    url = reverse("tapes:tape_list")
+    return f"{url}?{query}" if query else url
+
+
 def source_list(request: HttpRequest) -> HttpResponse:
-    """Every configured source, its detected kind and health. Template `tapeview/source_list.html`."""
+    """Every configured source: its kind (or that it cannot be told), health, problems and the
+    subfolders it does not read. Template `tapes/source_list.html`, context `sources` (SourceHealth)."""
     return render(request, "tapes/source_list.html", {"sources": health.source_health()})

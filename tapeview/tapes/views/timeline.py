@@ -29,28 +29,36 @@ FILE_GONE = "this tape's file is gone"
 @vary_on_headers("HX-Request", "HX-Target")
 def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
     """One tape's timeline, its phase table and context budget. Template `tapeview/tape_detail.html`,
-    partial `#entries`; the phase table alone (`tapes/_phase_table.html`) for htmx sorting it."""
+    partial `#entries`; the phase table alone (`tapes/_phase_table.html`) for htmx sorting it.
+
+    `?time=` jumps to the first entry at or after a moment, as `?at=` does to a position."""
     tape = lookup.find_tape(key)
     if request.htmx and request.htmx.target == "phase-table":
         return render(request, "tapes/_phase_table.html", {"tape": tape, **_phase_table(request, tape)})
     form = TimelineForm(request.GET)
     form.is_valid()
+    where, only, jump = form.where(), form.only(), form.cleaned_data.get("at")
+    when = form.cleaned_data.get("time") if jump is None else None
+    if when is not None:
+        jump = timeline.first_at(tape, when)
+        narrow = {"only": only} if only else {}
+        where = {"at": jump, **narrow} if jump is not None else {"end": True, **narrow}
     try:
-        page = timeline.page(tape, **form.where())
+        page = timeline.page(tape, **where)
     except TapeNotFound:
         raise Http404(FILE_GONE) from None
-    only, jump = form.only(), form.cleaned_data.get("at")
-    anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
     ctx = {
-        "tape": tape,
-        "page": page,
+        **_entries(tape, page, jump, only),
         "attachments": tape.attachments.order_by("role", "name"),
         "has_memory": _has_memory(tape),
-        "jump": jump,
-        "only": only,
+        "jump_at": form.cleaned_data.get("at"),
+        "jump_time": when,
+        "time_missed": when is not None and jump is None,  # the tape ends before that moment
         "narrow": f"{only}=1&" if only else "",  # what the pager's links keep
         "error_steps": timeline.error_steps(tape, at=jump, first=page.first_pos) if tape.errors else None,
-        "segment_ends": timeline.anchor_ends(tape, anchors),
+        "error_after_page": _error_after(tape, page),  # where the key `e` goes from this page's end
+        # Only the last page of the whole tape follows the file as the agent writes it.
+        "live": not page.has_newer and not only,
     }
     if request.htmx:
         return render(request, "tapes/tape_detail.html#entries", ctx)
@@ -59,6 +67,50 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
     except TapeNotFound:
         raise Http404(FILE_GONE) from None
     return render(request, "tapes/tape_detail.html", {**ctx, **_phase_table(request, tape)})
+
+
+def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
+    """What the agent wrote after the entry at `?after=`, for the live end of the timeline:
+    partial `tapes/tape_detail.html#live` (the new entries and the next poller), or 204 while
+    the file is still the `?seen=` bytes the reader has."""
+    tape = lookup.find_tape(key)
+    form = TimelineForm(request.GET)
+    form.is_valid()
+    after, seen = form.cleaned_data.get("after"), form.cleaned_data.get("seen")
+    if after is None:
+        raise BadRequest("after is the position of the last entry shown")
+    if seen is not None and tape.size == seen:
+        return HttpResponse(status=204)
+    try:
+        page = timeline.page(tape, after=after)
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
+    ctx = {
+        **_entries(tape, page, None, ""),
+        "after": page.last_pos or after,
+        # A shorter file was replaced or cut: positions may name other entries now; stop following.
+        "replaced": seen is not None and tape.size < seen,
+    }
+    return render(request, "tapes/tape_detail.html#live", ctx)
+
+
+def _error_after(tape: Tape, page: timeline.Page) -> int | None:
+    if not tape.errors or not page.has_newer or page.last_pos is None:
+        return None
+    found = timeline.find_rows(tape, after=page.last_pos, errors=True, limit=1)
+    return found[0].pos if found else None
+
+
+def _entries(tape: Tape, page: timeline.Page, jump: int | None, only: str) -> dict:
+    """What the templates of entries need besides the page."""
+    anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
+    return {
+        "tape": tape,
+        "page": page,
+        "jump": jump,
+        "only": only,
+        "segment_ends": timeline.anchor_ends(tape, anchors),
+    }
 
 
 def _phase_table(request: HttpRequest, tape: Tape) -> dict:

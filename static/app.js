@@ -1,0 +1,94 @@
+// Keys on every page ("/" search, "?" help) and the busy state said to screen readers.
+// Loaded by base.html with defer: the DOM is there when this runs.
+(function () {
+  "use strict";
+
+  function isTyping(target) {
+    if (!(target instanceof Element)) return false;
+    return target.closest("input, textarea, select, [contenteditable]:not([contenteditable=false])") !== null;
+  }
+
+  function isShown(element) {
+    return element.getClientRects().length > 0;
+  }
+
+  // The page's own search or filter box: an explicit [data-search], else a search input, else a `q`.
+  function searchInput() {
+    var selectors = ["[data-search]", "main input[type=search]", "input[type=search]", "input[name=q]"];
+    for (var i = 0; i < selectors.length; i++) {
+      var found = Array.prototype.filter.call(document.querySelectorAll(selectors[i]), isShown);
+      if (found.length) return found[0];
+    }
+    return null;
+  }
+
+  function focusSearch() {
+    var input = searchInput();
+    if (input) {
+      input.focus();
+      if (typeof input.select === "function") input.select();
+      return true;
+    }
+    var url = document.body.dataset.searchUrl;
+    if (url) {
+      window.location.assign(url);
+      return true;
+    }
+    return false;
+  }
+
+  function showHelp() {
+    // A page with keys of its own (the timeline) shows its own help by cancelling this event.
+    var asked = new CustomEvent("tapeview:help", { cancelable: true });
+    if (!document.dispatchEvent(asked)) return;
+    var help = document.getElementById("help");
+    if (help && !help.open) help.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (isTyping(event.target)) return;
+    if (event.key === "/") {
+      if (focusSearch()) event.preventDefault();
+    } else if (event.key === "?") {
+      event.preventDefault();
+      showHelp();
+    }
+  });
+
+  // A click on the backdrop (outside the dialog's box) closes the help too.
+  var help = document.getElementById("help");
+  if (help) {
+    help.addEventListener("click", function (event) {
+      if (event.target === help) help.close();
+    });
+  }
+
+  // The spinner in the header is CSS on .htmx-request (base.html's hx-indicator); this says the same
+  // to screen readers. A poll (hx-trigger "every 2s") is background work: no spinner, nothing said.
+  var busy = document.getElementById("busy");
+  var status = document.getElementById("busy-status");
+  var asked = 0; // requests a person is waiting for
+  function isPoll(detail) {
+    var config = detail.requestConfig;
+    if (config && config.triggeringEvent) return false;
+    var trigger = detail.elt instanceof Element ? detail.elt.getAttribute("hx-trigger") || "" : "";
+    return /(^|,)\s*every\s/.test(trigger);
+  }
+  function say(text) {
+    if (status && status.textContent !== text) status.textContent = text;
+  }
+  document.addEventListener("htmx:beforeSend", function (event) {
+    if (isPoll(event.detail)) {
+      if (asked === 0 && busy) busy.classList.remove("htmx-request"); // htmx drops its count at the end
+      return;
+    }
+    asked += 1;
+    say("Loading…");
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (isPoll(event.detail)) return;
+    asked = Math.max(0, asked - 1);
+    if (asked === 0) say("");
+  });
+})();

@@ -1,0 +1,108 @@
+"""What the timeline draws: entries as items, grouped in turns, the loop's bookkeeping folded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tapeview.sources import Entry
+
+from .models import EntryRow, Tape
+
+# Events that stay cards of their own when the operational events around them fold away: what a
+# person did (a command, a model switch), not the agent loop's bookkeeping.
+SHOWN_EVENTS = frozenset({"command", "model_switch"})
+
+
+@dataclass
+class Item:
+    """One entry as the timeline shows it."""
+
+    entry: Entry
+    calls: list[dict] = field(default_factory=list)  # for tool_call: each call with its result
+    results: list[dict] = field(default_factory=list)  # for tool_result: each result with its call
+    call_pos: int | None = None  # for tool_result: where its call is
+    result_pos: int | None = None  # for tool_call: where its results are
+    folded: bool = False  # a tool_result already shown with its call on this page
+    boundary: str = ""  # a family boundary drawn before this entry
+
+
+@dataclass
+class Block:
+    """What the timeline draws as one: a turn, a fold of operational events, or one entry."""
+
+    kind: str  # "turn", "fold" or "item"
+    item: Item | None = None  # of an "item"
+    parts: list[Block] = field(default_factory=list)  # of a turn or a fold: what it holds, in order
+    number: int = 0  # of a turn: it starts at the number-th user message of the tape
+    continued: bool = False  # of a turn: begun before this page, or before an anchor
+
+    @property
+    def positions(self) -> list[int]:
+        if self.item is not None:
+            return [self.item.entry.pos]
+        return [pos for part in self.parts for pos in part.positions]
+
+
+def turn_before(tape: Tape, pos: int) -> tuple[int, bool]:
+    """How many turns began before `pos`, and whether the last of them is still unanswered there."""
+    messages = EntryRow.objects.filter(tape=tape, kind="message", readable=True, pos__lt=pos)
+    count = messages.filter(name="user").count()
+    last = messages.filter(name__in=("user", "assistant")).order_by("-pos").values_list("name", flat=True)
+    return count, last.first() == "user"
+
+
+def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:
+    """The items in turns (a user message through the assistant's answer, and the operational
+    events just after it), the runs of operational events inside a turn folded; `turns` began
+    before the first item, the last of them `unanswered` so far.
+
+    An anchor is a phase divider: it closes the turn's box, and what follows in the same turn is
+    drawn as the turn continued.
+    """
+    out: list[Block] = []
+    turn: Block | None = None
+    answered = False  # the open box has its answer: only its trailing operational events join it
+    for item in items:
+        e = item.entry
+        starts = e.readable and e.kind == "message" and e.name == "user"
+        if turn is not None and (starts or e.is_anchor or (answered and not _folds(item))):
+            out.append(turn)
+            turn, answered = None, False
+        if e.is_anchor:
+            out.append(Block("item", item))
+            continue
+        if starts:
+            turns += 1
+            unanswered = True
+            turn = Block("turn", number=turns)
+        elif turn is None and unanswered:
+            turn = Block("turn", number=turns, continued=True)
+        if turn is None:
+            out.append(Block("item", item))
+        else:
+            _add(turn.parts, item)
+        if turn is not None and e.readable and e.kind == "message" and e.name == "assistant":
+            answered, unanswered = True, False
+    if turn is not None:
+        out.append(turn)
+    return out
+
+
+def _folds(item: Item) -> bool:
+    """An operational event: the agent loop's bookkeeping, folded under its turn."""
+    e = item.entry
+    return (
+        e.kind == "event"
+        and e.readable
+        and not (e.truncated or e.is_error or item.boundary or e.meta.get("folded"))
+        and e.name not in SHOWN_EVENTS
+    )
+
+
+def _add(parts: list[Block], item: Item) -> None:
+    if not _folds(item):
+        parts.append(Block("item", item))
+    elif parts and parts[-1].kind == "fold":
+        parts[-1].parts.append(Block("item", item))
+    else:
+        parts.append(Block("fold", parts=[Block("item", item)]))

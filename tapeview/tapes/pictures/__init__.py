@@ -1,0 +1,34 @@
+"""Small pictures of a tape as inline SVG: its activity, where its marks fall, its phases' tokens.
+
+`tallies` gathers the numbers with bounded aggregate queries; `drawing` turns them into markup.
+"""
+
+from .drawing import cache_hit_rate, phase_bars, span_words, sparkline, strip
+from .tallies import (
+    MARKS,
+    PHASE_BARS,
+    SPARK_BUCKETS,
+    STRIP_BUCKETS,
+    Activity,
+    Mark,
+    Marks,
+    activity,
+    marks,
+)
+
+__all__ = [
+    "MARKS",
+    "PHASE_BARS",
+    "SPARK_BUCKETS",
+    "STRIP_BUCKETS",
+    "Activity",
+    "Mark",
+    "Marks",
+    "activity",
+    "cache_hit_rate",
+    "marks",
+    "phase_bars",
+    "span_words",
+    "sparkline",
+    "strip",
+]

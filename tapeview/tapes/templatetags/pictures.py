@@ -1,0 +1,29 @@
+"""The pictures of a tape (tapes.pictures) as template tags: `{% load pictures %}`."""
+
+from __future__ import annotations
+
+from django import template
+
+from tapeview.tapes import phases, pictures
+from tapeview.tapes.models import Tape
+
+register = template.Library()
+
+
+@register.inclusion_tag("tapes/_sparkline.html")
+def tape_sparkline(tape: Tape) -> dict:
+    """The tape's activity over its life, small enough for a cell of the session list."""
+    return {"svg": pictures.sparkline(pictures.activity(tape))}
+
+
+@register.inclusion_tag("tapes/_strip.html")
+def tape_strip(tape: Tape) -> dict:
+    """The whole tape as a bar with its anchors, errors and tool calls; each mark jumps there."""
+    return {"svg": pictures.strip(pictures.marks(tape)), "tape": tape}
+
+
+@register.inclusion_tag("tapes/_phase_bars.html")
+def phase_bars(tape: Tape) -> dict:
+    """Tokens and cache hit rate per phase, in file order; each bar jumps to its phase."""
+    found, _ = phases.in_order(tape, limit=pictures.PHASE_BARS)
+    return {"svg": pictures.phase_bars(found, phases.count(tape))}

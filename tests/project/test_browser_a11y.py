@@ -1,0 +1,219 @@
+"""axe-core in a real Chromium finds no serious or critical accessibility violation on the main pages, light or dark."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.core.management import call_command
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+
+from tests.browser import CHROMIUM, FLAGS
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+PASSWORD = "a long test password"
+
+
+@dataclass(frozen=True)
+class DemoSite:
+    """The live server over the demo data of every family, with an admin and a review."""
+
+    url: str
+    pages: dict[str, str]  # name -> path, every main page of a signed-in admin
+
+
+@pytest.fixture
+def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
+    from memory_admin import catalog
+    from memory_admin.models import MemoryStore
+    from tapeview.reviews import ledger
+    from tapeview.tapes import discovery
+    from tapeview.tapes.models import Tape
+
+    settings.TAPEVIEW_DEMO_DIR = tmp_path / "demo"
+    settings.TAPEVIEW_SOURCES = ""
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    settings.TAPEVIEW_QUIET_SECONDS = 0
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
+    call_command("demo", stdout=io.StringIO())
+    discovery.sync()
+    catalog.sync_stores()
+    user_factory("ada", "admin")
+
+    tape = Tape.objects.filter(kind="bub", role="tape").order_by("-anchors").first()
+    ledger.add(tape, 2, "ada", score=4, verdict="pass", labels=["helpful"], comment="clear first step")
+    stores = MemoryStore.objects.filter(kind__startswith="nanobot")
+    store = stores.filter(title="MEMORY.md").first() or stores.order_by("title").first()
+    return DemoSite(
+        url=live_server.url,
+        pages={
+            "sessions": "/",
+            "timeline": f"/tapes/{tape.key}/",
+            "context": f"/tapes/{tape.key}/context",
+            "memory": "/memory/",
+            "store": f"/memory/{store.key}/",
+            "store-edit": f"/memory/{store.key}/edit",
+            "store-blame": f"/memory/{store.key}/blame",
+            "sources": "/sources/",
+            "lineage": f"/tapes/{tape.key}/lineage",
+            "search": "/search/?q=weather",
+            "reviews": "/reviews/",
+            "users": "/users/",
+            "tokens": "/tokens/",
+            "audit": "/audit/",
+        },
+    )
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+def sign_in(page: Page, url: str, name: str = "ada") -> None:
+    page.goto(f"{url}/login/")
+    page.fill("input[name=username]", name)
+    page.fill("input[name=password]", PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
+    page.wait_for_load_state()  # app.js is deferred: its keys listen from the load on
+
+
+def serious_violations(page: Page, name: str) -> list[str]:
+    """axe's serious and critical violations on the page, one line each."""
+    results = Axe().run(page).response
+    return [
+        f"{name}: {v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:5]]}"
+        for v in results["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_main_pages_have_no_serious_accessibility_violations(
+    browser: Browser, demo_site: DemoSite, scheme: str
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(f"{demo_site.url}/login/")
+    found = serious_violations(page, "signin")
+    sign_in(page, demo_site.url)
+    for name, path in demo_site.pages.items():
+        response = page.goto(demo_site.url + path)
+        assert response is not None and response.ok, f"{name}: {path} answered {response and response.status}"
+        found += serious_violations(page, name)
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_main_pages_fit_a_phone_without_scrolling_sideways(
+    browser: Browser, demo_site: DemoSite, scheme: str
+) -> None:
+    page = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme=scheme).new_page()
+    sign_in(page, demo_site.url)
+    too_wide = {}
+    for name, path in demo_site.pages.items():
+        page.goto(demo_site.url + path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 390:
+            too_wide[name] = width
+    assert too_wide == {}
+    page.goto(demo_site.url + demo_site.pages["sessions"])
+    nav = page.get_by_role("navigation", name="Main")
+    expect(nav.get_by_role("link", name="Audit")).to_be_in_viewport()  # the nav wraps, none falls off
+    table = page.locator("table.sessions")
+    assert table.evaluate("t => t.scrollWidth > t.clientWidth")  # the table scrolls in its own box
+
+
+def test_slash_finds_the_filter_and_question_mark_shows_the_keys(
+    browser: Browser, demo_site: DemoSite
+) -> None:
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    sign_in(page, demo_site.url)
+    box = page.get_by_role("searchbox", name="Filter")
+    help = page.get_by_role("dialog", name="Keyboard shortcuts")
+    page.keyboard.press("/")
+    expect(box).to_be_focused()
+    page.keyboard.type("cli?/")  # keys typed into a box are the box's
+    expect(box).to_have_value("cli?/")
+    expect(help).to_be_hidden()
+
+    page.locator("main h1").click()
+    page.keyboard.press("Control+/")  # not a key of ours
+    expect(box).not_to_be_focused()
+    page.keyboard.press("?")
+    expect(help).to_be_visible()
+    expect(help).to_contain_text("search: the filter of this page, or the search page")
+    page.keyboard.press("Escape")
+    expect(help).to_be_hidden()
+
+    # A page with keys of its own cancels the global help to show its own.
+    page.evaluate(
+        "document.addEventListener('tapeview:help', e => { e.preventDefault(); document.body.dataset.ownHelp = 'shown'; })"
+    )
+    page.keyboard.press("?")
+    expect(page.locator("body")).to_have_attribute("data-own-help", "shown")
+    expect(help).to_be_hidden()
+
+    page.goto(demo_site.url + demo_site.pages["tokens"])  # no search box here: "/" goes to the search page
+    page.keyboard.press("/")
+    expect(page).to_have_url(re.compile(r"/search/$"))
+    expect(page.get_by_role("searchbox", name="Search")).to_be_focused()
+
+
+def held_request(page: Page, held: list[Route]) -> Route:
+    """The first request held by the route handler; it reaches Python a moment after the browser sent it."""
+    for _ in range(250):
+        if held:
+            return held.pop(0)
+        page.wait_for_timeout(20)
+    raise AssertionError("no request was held")
+
+
+def test_a_busy_indicator_shows_while_an_htmx_request_is_in_flight(
+    browser: Browser, demo_site: DemoSite
+) -> None:
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    sign_in(page, demo_site.url)
+    polls: list[Route] = []
+    filters: list[Route] = []
+
+    def hold_htmx(route: Route) -> None:
+        if not route.request.headers.get("hx-request"):
+            route.continue_()
+        elif "q=telegram" in route.request.url:
+            filters.append(route)
+        else:
+            polls.append(route)
+
+    page.route("**/*", hold_htmx)
+    busy, status = page.locator("#busy"), page.get_by_role("status")
+
+    # The rows refresh themselves every few seconds: background work, no spinner, nothing said.
+    poll = held_request(page, polls)
+    expect(busy).to_be_hidden()
+    expect(status).to_have_text("")
+    poll.continue_()
+
+    page.get_by_role("searchbox", name="Filter").fill("telegram")
+    expect(busy).to_be_visible()
+    expect(busy).to_have_text("Loading…")
+    expect(status).to_have_text("Loading…")
+    held_request(page, filters).continue_()
+    expect(page.locator("table.sessions tbody tr").first).to_contain_text("telegram")
+    expect(busy).to_be_hidden()
+    expect(status).to_have_text("")
+    page.unroute("**/*")
