@@ -137,6 +137,12 @@ class ContextMessage:
         )
 
 
+def call_id(value: Any) -> str | int | None:
+    """A tool call's id as the timeline pairs by it: a string or a number; anything else (a list or
+    an object in a hand-edited file) pairs nothing."""
+    return value if isinstance(value, str | int) and not isinstance(value, bool) and value != "" else None
+
+
 def content_text(content: Any) -> str:
     """The text of a message content: a string, or the text parts of a list of parts."""
     if content is None:

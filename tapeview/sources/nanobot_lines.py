@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from .model import Entry, unreadable
+from .model import Entry, call_id, unreadable
 
 PREVIEW_BYTES = 600
 RETRY_HINT = "\n\n[Analyze the error above and try a different approach.]"
@@ -221,5 +221,5 @@ def tool_calls_of(record: dict) -> list[dict]:
         call = call if isinstance(call, dict) else {}
         fn = call.get("function") if isinstance(call.get("function"), dict) else {}
         name = fn.get("name") if isinstance(fn.get("name"), str) else ""
-        out.append({"id": call.get("id"), "name": name or "?", "arguments": fn.get("arguments")})
+        out.append({"id": call_id(call.get("id")), "name": name or "?", "arguments": fn.get("arguments")})
     return out

@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 
 from . import documents
 from .documents import DocumentUnreadable
-from .model import ContextMessage, Entry, TapeFile, TapeNotFound
+from .model import ContextMessage, Entry, TapeFile, TapeNotFound, call_id
 from .raw_bytes import read_raw as read_raw  # the contract's byte reader (unused: entries have no bytes)
 from .yachiyo_entries import as_text, body, decode_result, flatten, obj, result_failed
 
@@ -150,7 +150,7 @@ def _bodies(entry: Entry) -> list[dict]:
 
 def tool_calls(entry: Entry) -> list[dict]:
     return [
-        {"id": b.get("call_id"), "name": as_text(b.get("name")) or "?", "arguments": b.get("args")}
+        {"id": call_id(b.get("call_id")), "name": as_text(b.get("name")) or "?", "arguments": b.get("args")}
         for b in _bodies(entry)
     ]
 
@@ -158,7 +158,11 @@ def tool_calls(entry: Entry) -> list[dict]:
 def tool_results(entry: Entry) -> list[dict]:
     """Results with their call ids; `content` is the decoded JSON of yachiyo's result string."""
     return [
-        {"call_id": b.get("call_id"), "content": decode_result(b.get("result")), "is_error": result_failed(b)}
+        {
+            "call_id": call_id(b.get("call_id")),
+            "content": decode_result(b.get("result")),
+            "is_error": result_failed(b),
+        }
         for b in _bodies(entry)
     ]
 
