@@ -1,14 +1,35 @@
-"""What the model would be given after an anchor, built with the agent's own rules."""
+"""What the model would be given after an anchor, built with the agent's own rules.
+
+`preview()` builds the whole context (the API's answer). The page shows it a page at a time
+(`page()`) with its totals (`summarize()`), both bounded for a Bub tape of any length: a page
+reads only its own entries (and, for tool results, the call they answer), and the totals of a
+context too long to read whole come from the index (see `Totals`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Count, Q, QuerySet
+
 from tapeview.sources import ContextMessage, Entry, reader
+from tapeview.sources.bub_lines import DISPLAY_PARSE_LIMIT
 
 from .lookup import MAX_POS
 from .models import Anchor, EntryRow, Tape
 from .timeline import read_rows
+
+PAGE_ENTRIES = 50  # a page holds the messages of this many entries
+# A context after an anchor with at most this many entries and bytes is read whole: its totals are
+# exact. Past either, the totals of a Bub tape come from the index (and a page reads only its own).
+EXACT_ROWS = 1_000
+EXACT_BYTES = 2 * 1024 * 1024
+# Bub's context selector maps each entry on its own (a tool result takes its names from the call
+# before it), so a page of entries gives the same messages as the whole context does. Other
+# families' rules look at the whole session (nanobot drops what comes before an orphan result,
+# araliya keeps the last 20, yachiyo replays the last prompt) and their files are read whole anyway.
+PAGED = ("bub",)
+SENT_KINDS = ("message", "tool_call", "tool_result", "anchor")  # the Bub entries that become messages
 
 
 class AnchorNotFound(LookupError):
@@ -24,6 +45,43 @@ class ContextPreview:
     @property
     def chars(self) -> int:
         return sum(m.chars for m in self.messages)
+
+
+@dataclass
+class Totals:
+    """The whole context after an anchor, counted without reading every entry of a long one.
+
+    Exact (`exact`): `messages` and `chars` as the full read finds them. Counted from the index: those
+    are None, `sent` counts the entries that become messages (one message each, a tool result one
+    per result) and `span` the bytes of every line after the anchor, events included.
+    """
+
+    anchor: Anchor | None
+    exact: bool
+    messages: int | None
+    chars: int | None
+    sent: int  # entries that become messages
+    rows: int  # entries after the anchor
+    span: int  # bytes of the tape after the anchor
+    tokens: int | None = None  # prompt tokens the agent reported for this very context
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.rows - self.sent)
+
+
+@dataclass
+class ContextPage:
+    totals: Totals
+    messages: list[ContextMessage]
+    first_pos: int | None
+    last_pos: int | None
+    has_older: bool
+    has_newer: bool
+
+    @property
+    def anchor(self) -> Anchor | None:
+        return self.totals.anchor
 
 
 def find_anchor(tape: Tape, ref: str | None) -> Anchor | None:
@@ -51,26 +109,155 @@ def _position(ref: str) -> int | None:
 
 def preview(tape: Tape, ref: str | None = None, until: int | None = None) -> ContextPreview:
     """The context after an anchor (default the last one); with `until`, as it was after that entry."""
-    source = reader(tape.kind)
     anchor = find_anchor(tape, ref) if until is None else _anchor_before(tape, until)
-    rows = EntryRow.objects.filter(tape=tape).order_by("pos")
+    entries = read_rows(tape, list(_after(tape, anchor, until).order_by("pos")))
+    messages = _messages(tape, entries)
+    used = {m.source_pos for m in messages}
+    return ContextPreview(anchor, messages, sum(1 for e in entries if e.pos not in used))
+
+
+def summarize(tape: Tape, ref: str | None = None, until: int | None = None) -> Totals:
+    """The totals of the context after an anchor (or as it was after entry `until`), bounded."""
+    anchor = find_anchor(tape, ref) if until is None else _anchor_before(tape, until)
+    return _totals(tape, anchor, _after(tape, anchor, until), until)
+
+
+def page(
+    tape: Tape,
+    ref: str | None = None,
+    *,
+    after: int | None = None,
+    before: int | None = None,
+    end: bool = False,
+    size: int = PAGE_ENTRIES,
+) -> ContextPage:
+    """One page of the context after an anchor: the messages of `size` entries after the entry at
+    `after`, before the one at `before`, the last ones (`end`), or the first ones; and its totals."""
+    anchor = find_anchor(tape, ref)
+    rows = _after(tape, anchor, None)
+    if tape.kind not in PAGED:
+        messages = _messages(tape, read_rows(tape, list(rows.order_by("pos"))))
+        totals = _exact(anchor, messages, *_bounds(tape, rows), _reported(tape, anchor, None))
+        return _slice(totals, messages, after, before, end, size)
+    totals = _totals(tape, anchor, rows, None)
+    sent = _sent(rows)
+    if end or before is not None:
+        upto = sent.filter(pos__lt=before) if before is not None else sent
+        picked = list(reversed(upto.order_by("-pos")[:size]))
+    else:
+        picked = list((sent.filter(pos__gt=after) if after is not None else sent).order_by("pos")[:size])
+    if not picked:
+        return ContextPage(totals, [], None, None, False, False)
+    first, last = picked[0].pos, picked[-1].pos
+    read = read_rows(tape, _call_before(sent, picked) + picked)
+    messages = [m for m in _messages(tape, read) if m.source_pos >= first]
+    # The context's own first and last, each walked to from its end of the (tape, pos) index: an
+    # exists() over a range may take the kind index and scan every row of a long context instead.
+    edges = [sent.order_by(order).values_list("pos", flat=True).first() for order in ("pos", "-pos")]
+    return ContextPage(totals, messages, first, last, edges[0] < first, edges[1] > last)
+
+
+def _after(tape: Tape, anchor: Anchor | None, until: int | None) -> QuerySet[EntryRow]:
+    rows = EntryRow.objects.filter(tape=tape)
     if until is not None:
         rows = rows.filter(pos__lte=until)
     if anchor is not None:
-        # Strictly after an anchor line: the anchor itself is not context (formats/bub.md §2.3). A
-        # row that only marks a phase start (nanobot's archive pointer, a summary checkpoint) is
-        # a message the agent replays: it is the context's first.
-        line = EntryRow.objects.filter(tape=tape, pos=anchor.pos, kind="anchor").exists()
-        rows = rows.filter(pos__gt=anchor.pos) if line else rows.filter(pos__gte=anchor.pos)
-    entries = read_rows(tape, list(rows))
-    # An entry too big to parse for display is still context: it stands in as its size, in place.
+        rows = rows.filter(pos__gte=_first_pos(tape, anchor))
+    return rows
+
+
+def _first_pos(tape: Tape, anchor: Anchor) -> int:
+    # Strictly after an anchor line: the anchor itself is not context (formats/bub.md §2.3). A
+    # row that only marks a phase start (nanobot's archive pointer, a summary checkpoint) is
+    # a message the agent replays: it is the context's first.
+    line = EntryRow.objects.filter(tape=tape, pos=anchor.pos, kind="anchor").exists()
+    return anchor.pos + 1 if line else anchor.pos
+
+
+def _sent(rows: QuerySet[EntryRow]) -> QuerySet[EntryRow]:
+    """The rows of a Bub context that become messages: what its selector keeps, and every entry too
+    big to parse (shown as its size in place, whatever it is)."""
+    keeps = Q(readable=True, context=True, kind__in=SENT_KINDS)
+    return rows.filter(keeps | Q(length__gt=DISPLAY_PARSE_LIMIT))
+
+
+def _call_before(sent: QuerySet[EntryRow], picked: list[EntryRow]) -> list[EntryRow]:
+    """The tool call a page's first results answer, when it is on an earlier page (Bub names each
+    result after the call of the latest tool_call entry it can parse)."""
+    kinds = [r.kind for r in picked if r.length <= DISPLAY_PARSE_LIMIT]
+    if "tool_result" not in kinds or "tool_call" in kinds[: kinds.index("tool_result")]:
+        return []
+    calls = sent.filter(kind="tool_call", pos__lt=picked[0].pos, length__lte=DISPLAY_PARSE_LIMIT)
+    return list(calls.filter(readable=True, context=True).order_by("-pos")[:1])
+
+
+def _messages(tape: Tape, entries: list[Entry]) -> list[ContextMessage]:
+    """The family's context of these entries; an entry too big to parse for display is still
+    context: it stands in as its size, in place."""
     big = [e for e in entries if e.truncated]
-    messages = source.context_messages([e for e in entries if not e.truncated])
+    messages = reader(tape.kind).context_messages([e for e in entries if not e.truncated])
     if big:
         messages = sorted([*messages, *map(_stand_in, big)], key=lambda m: m.source_pos)
-    used = {m.source_pos for m in messages}
-    dropped = sum(1 for e in entries if e.pos not in used)
-    return ContextPreview(anchor, messages, dropped)
+    return messages
+
+
+def _totals(tape: Tape, anchor: Anchor | None, rows: QuerySet[EntryRow], until: int | None) -> Totals:
+    count, span = _bounds(tape, rows)
+    tokens = _reported(tape, anchor, until)
+    if tape.kind not in PAGED or (count <= EXACT_ROWS and span <= EXACT_BYTES):
+        entries = read_rows(tape, list((_sent(rows) if tape.kind in PAGED else rows).order_by("pos")))
+        return _exact(anchor, _messages(tape, entries), count, span, tokens)
+    # Counted on the index of (tape, kind, pos) alone, never the rows: an entry the selector drops
+    # for `meta.context=false` or an unreadable line of one of these kinds is counted here.
+    sent = rows.filter(kind__in=SENT_KINDS).aggregate(n=Count("pk"))["n"]
+    return Totals(anchor, False, None, None, sent, count, span, tokens)
+
+
+def _bounds(tape: Tape, rows: QuerySet[EntryRow]) -> tuple[int, int]:
+    """How many entries these rows are, and the bytes from the first one's start to the last one's end."""
+    first = rows.order_by("pos").values_list("pos", "offset").first()
+    last = rows.order_by("-pos").values_list("pos", "offset", "length").first()
+    if first is None or last is None:
+        return 0, 0
+    # A Bub tape's positions have no gaps (every line has a row): no count over the rows needed.
+    count = last[0] - first[0] + 1 if tape.kind in PAGED else rows.count()
+    return count, last[1] + last[2] - first[1]
+
+
+def _exact(
+    anchor: Anchor | None, messages: list[ContextMessage], count: int, span: int, tokens: int | None
+) -> Totals:
+    sent = len({m.source_pos for m in messages})
+    return Totals(anchor, True, len(messages), sum(m.chars for m in messages), sent, count, span, tokens)
+
+
+def _reported(tape: Tape, anchor: Anchor | None, until: int | None) -> int | None:
+    """The prompt tokens the agent last reported since the last anchor, when that is this context."""
+    if until is not None or (anchor.pos if anchor else None) != tape.last_anchor_pos:
+        return None
+    return tape.context_tokens
+
+
+def _slice(
+    totals: Totals,
+    messages: list[ContextMessage],
+    after: int | None,
+    before: int | None,
+    end: bool,
+    size: int,
+) -> ContextPage:
+    """A page of a context read whole: the messages of `size` of its entries (a yachiyo prompt's
+    recorded messages all come from one entry, so they stay on one page)."""
+    positions = sorted({m.source_pos for m in messages})
+    if end or before is not None:
+        shown = [p for p in positions if before is None or p < before][-size:]
+    else:
+        shown = [p for p in positions if after is None or p > after][:size]
+    if not shown:
+        return ContextPage(totals, [], None, None, False, False)
+    first, last = shown[0], shown[-1]
+    picked = [m for m in messages if first <= m.source_pos <= last]
+    return ContextPage(totals, picked, first, last, positions[0] < first, positions[-1] > last)
 
 
 def _anchor_before(tape: Tape, pos: int) -> Anchor | None:

@@ -159,10 +159,28 @@ class ExportForm(forms.Form):
 class ContextForm(forms.Form):
     # As the API's ?anchor=: unstripped, at most an anchor name's length (NUL is refused by CharField).
     anchor = forms.CharField(required=False, max_length=300, strip=False)
+    # The page of messages, as the timeline's pager asks for one: a bad value is ignored (page one).
+    after = forms.IntegerField(required=False, min_value=0, max_value=MAX_POS)
+    before = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
+    end = forms.BooleanField(required=False, widget=forms.TextInput)  # as text: `?end=0` is no
 
     def anchor_ref(self) -> str | None:
         """The anchor asked for (a position or a name), or None for the last one."""
         return self.cleaned_data.get("anchor") or None
+
+    def bad_anchor(self) -> bool:
+        """The anchor asked for cannot name one (too long, a NUL): no anchor is named so."""
+        return not self.is_valid() and "anchor" in self.errors
+
+    def where(self) -> dict:
+        """The page asked for, as `context.page()` takes it: only the fields that are valid."""
+        data = self.cleaned_data
+        if data.get("end"):
+            return {"end": True}
+        for name in ("before", "after"):
+            if data.get(name) is not None:
+                return {name: data[name]}
+        return {}
 
 
 class HandoffForm(forms.Form):

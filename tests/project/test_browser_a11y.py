@@ -2,94 +2,19 @@
 
 from __future__ import annotations
 
-import io
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from django.core.management import call_command
-from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect
 
-from tests.browser import CHROMIUM, FLAGS
+from tests.project.demo_site import DemoSite, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-PASSWORD = "a long test password"
-
-
-@dataclass(frozen=True)
-class DemoSite:
-    """The live server over the demo data of every family, with an admin and a review."""
-
-    url: str
-    pages: dict[str, str]  # name -> path, every main page of a signed-in admin
-
-
-@pytest.fixture
-def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
-    from memory_admin import catalog
-    from memory_admin.models import MemoryStore
-    from tapeview.reviews import ledger
-    from tapeview.tapes import discovery
-    from tapeview.tapes.models import Tape
-
-    settings.TAPEVIEW_DEMO_DIR = tmp_path / "demo"
-    settings.TAPEVIEW_SOURCES = ""
-    settings.TAPEVIEW_REFRESH_SECONDS = 0
-    settings.TAPEVIEW_QUIET_SECONDS = 0
-    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
-    call_command("demo", stdout=io.StringIO())
-    discovery.sync()
-    catalog.sync_stores()
-    user_factory("ada", "admin")
-
-    tape = Tape.objects.filter(kind="bub", role="tape").order_by("-anchors").first()
-    ledger.add(tape, 2, "ada", score=4, verdict="pass", labels=["helpful"], comment="clear first step")
-    stores = MemoryStore.objects.filter(kind__startswith="nanobot")
-    store = stores.filter(title="MEMORY.md").first() or stores.order_by("title").first()
-    return DemoSite(
-        url=live_server.url,
-        pages={
-            "sessions": "/",
-            "timeline": f"/tapes/{tape.key}/",
-            "context": f"/tapes/{tape.key}/context",
-            "memory": "/memory/",
-            "store": f"/memory/{store.key}/",
-            "store-edit": f"/memory/{store.key}/edit",
-            "store-blame": f"/memory/{store.key}/blame",
-            "sources": "/sources/",
-            "lineage": f"/tapes/{tape.key}/lineage",
-            "search": "/search/?q=weather",
-            "reviews": "/reviews/",
-            "users": "/users/",
-            "tokens": "/tokens/",
-            "audit": "/audit/",
-        },
-    )
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield browser
-        browser.close()
-
-
-def sign_in(page: Page, url: str, name: str = "ada") -> None:
-    page.goto(f"{url}/login/")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
-    page.wait_for_load_state()  # app.js is deferred: its keys listen from the load on
 
 
 def serious_violations(page: Page, name: str) -> list[str]:

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-# The same demo site and browser as the accessibility test; pytest finds fixtures imported here.
-from tests.project.test_browser_a11y import DemoSite, browser, demo_site, sign_in  # noqa: F401
+from tests.project.demo_site import DemoSite, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +30,7 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def test_screenshots_of_the_main_pages_light_and_dark(browser: Browser, demo_site: DemoSite) -> None:  # noqa: F811
+def test_screenshots_of_the_main_pages_light_and_dark(browser: Browser, demo_site: DemoSite) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     backgrounds: dict[str, dict[str, str]] = {}
     for scheme in ("light", "dark"):

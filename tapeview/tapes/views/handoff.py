@@ -29,13 +29,14 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
     refusal = handoff.refusal(tape)
     ctx = {"tape": tape, "form": form, "refusal": refusal}
     if not refusal:
-        ctx["now"] = context.preview(tape)
+        # Totals only, bounded on a tape of any length: the messages are on the context page.
+        ctx["now"] = context.summarize(tape)
         ctx["state"] = handoff.append_state(tape)
         suggestion = SuggestionForm(request.GET)
         at = suggestion.cleaned_data.get("at") if suggestion.is_valid() else None
         if at is not None:
             # The suggested handoff point of the budget gauge: the context as it was there.
-            ctx["suggested"] = context.preview(tape, until=at)
+            ctx["suggested"] = context.summarize(tape, until=at)
             ctx["suggested_at"] = at
     if request.method == "POST" and not refusal and form.is_valid():
         data = form.cleaned_data

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.utils.http import content_disposition_header
+from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.vary import vary_on_headers
 
 from tapeview.sources import TapeNotFound
@@ -154,19 +154,34 @@ def _has_memory(tape: Tape) -> bool:
     return EntryRow.objects.filter(tape__in=tapes, kind="anchor", name="memory/seal").exists()
 
 
+@vary_on_headers("HX-Request")
 def tape_context(request: HttpRequest, key: str) -> HttpResponse:
-    """What the model would see after an anchor (`?anchor=`). Template `tapeview/tape_context.html`."""
+    """What the model would see after an anchor (`?anchor=`): the totals of the whole context and
+    one page of its messages (`?after=`, `?before=`, `?end=1`, as the timeline pages). Template
+    `tapeview/tape_context.html`; partial `#messages` (the page alone) for htmx."""
     tape = lookup.find_tape(key)
     form = ContextForm(request.GET)
-    if not form.is_valid():
-        # Too long or with a NUL: no anchor is named so.
+    if form.bad_anchor():
         raise Http404("no anchor of that name on this tape")
     try:
-        preview = context.preview(tape, form.anchor_ref())
+        found = context.page(tape, form.anchor_ref(), **form.where())
     except context.AnchorNotFound as exc:
         raise Http404(str(exc)) from None
-    ctx = {"tape": tape, "preview": preview, "anchors": tape.anchor_rows.order_by("-pos")}
-    return render(request, "tapes/tape_context.html", ctx)
+    except TapeNotFound:
+        raise Http404(FILE_GONE) from None
+    ref = form.anchor_ref()
+    ctx = {
+        "tape": tape,
+        "preview": found,
+        "totals": found.totals,
+        "anchors": tape.anchor_rows.order_by("-pos"),
+        # What the pager's links keep: the anchor asked for (not the default, which moves on).
+        "narrow": f"{urlencode({'anchor': ref})}&" if ref else "",
+        "page_entries": context.PAGE_ENTRIES,
+        "exact_rows": context.EXACT_ROWS,
+    }
+    template = "tapes/tape_context.html"
+    return render(request, f"{template}#messages" if request.htmx else template, ctx)
 
 
 def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
