@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.conf import settings
+from django.utils import timezone
 
 from tapeview.sources import SourceSpec, TapeFile, parse_sources, paths, reader, undetected
 from tapeview.sources.paths import Refusal
 
 from .index import Progress, refresh
-from .models import Tape
+from .models import Indexer, SourceSize, Tape
+
+# A watcher (tapeview index --watch) beats every few seconds, also mid-pass; one this quiet is gone.
+BEAT_STALE = timedelta(seconds=30)
 
 
 def configured_sources() -> list[SourceSpec]:
@@ -50,20 +56,42 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
     report = SyncReport()
     specs = list(configured_sources() if specs is None else specs)
     for spec in specs:
-        files, refused = source_files(spec)
         if not spec.path.exists():
             report.problems.append(f"{spec.label}: {spec.path} does not exist")
         elif not spec.known:
             report.problems.append(f"{spec.label}: {undetected(spec)}")
+        tapes, removed, refused, _ = discover(spec)
         report.problems += [f"{spec.label}: {r}" for r in refused]
-        tapes = _upsert(spec, files)
-        report.removed += _remove_gone(spec.label, {f.key for f in files})
+        report.removed += removed
         for tape in tapes:
             report.tapes += 1
             if refresh(tape, progress):
                 report.indexed += 1
     Tape.objects.exclude(source__in=[s.label for s in specs]).delete()
     return report
+
+
+def discover(spec: SourceSpec) -> tuple[list[Tape], int, list[Refusal], dict[str, int]]:
+    """A source's tape rows brought in step with its files, without reading them: the tapes, how
+    many rows were gone, the refusals, and each file's size (recorded for the progress figures)."""
+    files, refused = source_files(spec)
+    tapes = _upsert(spec, files)
+    removed = _remove_gone(spec.label, {f.key for f in files})
+    sizes = {}
+    for f in files:
+        try:
+            sizes[f.key] = os.stat(f.path).st_size
+        except OSError:
+            continue  # gone since the listing: the next look drops it
+    record_sizes(spec.label, sizes)
+    return tapes, removed, refused, sizes
+
+
+def record_sizes(source: str, sizes: dict[str, int]) -> None:
+    SourceSize.objects.update_or_create(
+        source=source,
+        defaults={"files": len(sizes), "total_bytes": sum(sizes.values()), "seen_at": timezone.now()},
+    )
 
 
 def source_files(spec: SourceSpec) -> tuple[list[TapeFile], list[Refusal]]:
@@ -98,6 +126,9 @@ def sync_if_stale() -> None:
     now = time.monotonic()
     if now - _last_sync < settings.TAPEVIEW_REFRESH_SECONDS:
         return
+    if watcher() is not None:
+        _last_sync = now  # the watcher keeps every source indexed: pages only read the index
+        return
     # A thread of this process is syncing already: this page shows what is indexed (principle 8).
     # Other processes may sync at once; their writes are safe together (get_or_create, leases).
     if not _syncing.acquire(blocking=False):
@@ -107,6 +138,30 @@ def sync_if_stale() -> None:
         sync()
     finally:
         _syncing.release()
+
+
+def watcher() -> Indexer | None:
+    """The running watcher's heartbeat, or None when no watcher has beaten lately."""
+    return Indexer.objects.filter(pk=1, beat_at__gte=timezone.now() - BEAT_STALE).first()
+
+
+def beat(*, started: bool = False, passed: bool = False, mode: str = "") -> None:
+    """The watcher's heartbeat: alive now (and, with `passed`, done with a pass over every source)."""
+    now = timezone.now()
+    fields: dict[str, object] = {"beat_at": now, "pid": os.getpid()}
+    if started:
+        fields.update(started_at=now, pass_at=None)
+    if passed:
+        fields["pass_at"] = now
+    if mode:
+        fields["mode"] = mode
+    if not Indexer.objects.filter(pk=1).update(**fields):
+        Indexer.objects.get_or_create(pk=1, defaults={"started_at": now, **fields})
+
+
+def stop_beating() -> None:
+    """A watcher that stops says so: pages look at the files themselves again at once."""
+    Indexer.objects.filter(pk=1, pid=os.getpid()).update(beat_at=None)
 
 
 def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:

@@ -1,4 +1,4 @@
-"""The health of each configured source: found, readable, last indexed, problems."""
+"""The health of each configured source: found, readable, last indexed, how far indexed, problems."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Case, Count, F, Max, Q, Sum, When
+from django.utils import timezone
 
 from tapeview.sources import Refusal, SourceSpec, undetected, unread_folders
 
-from .discovery import configured_sources, source_files, sync_if_stale
-from .models import Tape
+from .discovery import configured_sources, source_files, sync_if_stale, watcher
+from .models import Indexer, SourceSize, Tape
 
 
 @dataclass
@@ -25,15 +26,79 @@ class SourceHealth:
     last_indexed: datetime | None = None
     problems: list[str] = field(default_factory=list)
     unread: list[Refusal] = field(default_factory=list)  # subfolders not read, and why
+    indexed_bytes: int = 0
+    total_bytes: int = 0
+    # Entries indexed but not yet searchable: 0 by construction, since an entry's search doc is
+    # written in the transaction that indexes it (tapes.index._flush sends entries_indexed there).
+    search_behind: int = 0
 
     @property
     def ok(self) -> bool:
         return self.found and self.readable and not self.problems
 
+    @property
+    def percent(self) -> int:
+        return percent(self.indexed_bytes, self.total_bytes)
+
+
+@dataclass
+class Indexing:
+    """How far the index is behind the files, over every source, and the watcher's heartbeat."""
+
+    indexed_bytes: int
+    total_bytes: int
+    watcher: Indexer | None
+    first_pass_done: bool
+
+    @property
+    def percent(self) -> int:
+        return percent(self.indexed_bytes, self.total_bytes)
+
+    @property
+    def behind(self) -> bool:
+        return self.indexed_bytes < self.total_bytes or (
+            self.watcher is not None and not self.first_pass_done
+        )
+
+    @property
+    def beat_seconds(self) -> float | None:
+        if self.watcher is None or self.watcher.beat_at is None:
+            return None
+        return (timezone.now() - self.watcher.beat_at).total_seconds()
+
+
+def percent(part: int, whole: int) -> int:
+    # Floored, so 100% means caught up.
+    return 100 if whole <= 0 or part >= whole else part * 100 // whole
+
+
+def progress() -> dict[str, tuple[int, int]]:
+    """Per source: the bytes of its files the index has read, and the bytes its files held when
+    last seen (by discovery or the watcher: no file is looked at here)."""
+    # A tape being indexed counts its offset so far; any other the file size it last indexed.
+    read = Case(When(indexing_until__gte=timezone.now(), then=F("indexed_offset")), default=F("size"))
+    indexed = {
+        row["source"]: row["indexed"] or 0
+        for row in Tape.objects.values("source").order_by().annotate(indexed=Sum(read))
+    }
+    seen = dict(SourceSize.objects.values_list("source", "total_bytes"))
+    # A file that grew since it was last seen was read further than that: never past 100%.
+    return {s: (indexed.get(s, 0), max(seen.get(s, 0), indexed.get(s, 0))) for s in {*indexed, *seen}}
+
+
+def indexing() -> Indexing:
+    """For the session index's notice: one pair of sums and the heartbeat."""
+    labels = {s.label for s in configured_sources()}
+    figures = [v for s, v in progress().items() if s in labels]
+    beat = watcher()
+    done = beat is not None and beat.pass_at is not None and beat.pass_at >= beat.started_at
+    return Indexing(sum(i for i, _ in figures), sum(t for _, t in figures), beat, done)
+
 
 def source_health() -> list[SourceHealth]:
     """Each configured source as it is now (tapes found since the last look are counted)."""
     sync_if_stale()
+    figures = progress()
     out = []
     for spec in configured_sources():
         found = spec.path.exists()
@@ -43,6 +108,7 @@ def source_health() -> list[SourceHealth]:
         )
         health.tapes, health.entries = stats["tapes"], stats["entries"] or 0
         health.unreadable, health.last_indexed = stats["unreadable"] or 0, stats["last"]
+        health.indexed_bytes, health.total_bytes = figures.get(spec.label, (0, 0))
         if not found:
             health.problems.append(f"{spec.path} does not exist")
         elif not health.readable:

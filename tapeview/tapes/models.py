@@ -146,3 +146,25 @@ class SavedView(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Indexer(models.Model):
+    """The heartbeat of `tapeview index --watch` (one row): pages leave the scans to it while it beats.
+
+    Derived like the index. A table rather than a cache, so every process and engine reads it alike.
+    """
+
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField(null=True)  # null: stopped cleanly
+    pass_at = models.DateTimeField(null=True)  # when it last completed a pass over every source
+    mode = models.CharField(max_length=20, blank=True)  # notifications | polling
+    pid = models.IntegerField(default=0)
+
+
+class SourceSize(models.Model):
+    """The bytes of a source's tape files as discovery or the watcher last saw them (no stat per page)."""
+
+    source = models.CharField(max_length=100, unique=True)
+    files = models.IntegerField(default=0)
+    total_bytes = models.BigIntegerField(default=0)
+    seen_at = models.DateTimeField()

@@ -32,6 +32,11 @@ class SourceOut(Schema):
     unreadable: int
     last_indexed: datetime | None
     problems: list[str]
+    indexed_bytes: int = Field(description="bytes of the source's files the index has read")
+    total_bytes: int = Field(
+        description="bytes its files held when the indexer last looked (equal: caught up)"
+    )
+    search_behind: int = Field(description="indexed entries not yet searchable; 0 when caught up")
 
 
 class TapeOut(Schema):
@@ -119,7 +124,7 @@ def _tape_out(tape: Tape) -> dict:
 
 @router.get("/sources", response=responses({200: SourcePageOut}, 400))
 def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
-    """Every configured source, its kind and health (folders are not shown)."""
+    """Every configured source, its kind, health and how far it is indexed (folders are not shown)."""
     items = [
         {
             "label": h.spec.label,
@@ -132,6 +137,9 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
             "unreadable": h.unreadable,
             "last_indexed": h.last_indexed,
             "problems": [p.replace(str(h.spec.path), "the source's folder") for p in h.problems],
+            "indexed_bytes": h.indexed_bytes,
+            "total_bytes": h.total_bytes,
+            "search_behind": h.search_behind,
         }
         for h in health.source_health()
     ]

@@ -64,6 +64,8 @@ def tape_list(request: HttpRequest) -> HttpResponse:
         "saved_views": SavedView.objects.filter(user=request.user) if request.user.is_authenticated else [],
         "live_seconds": LIVE_SECONDS,
     }
+    if not request.htmx:  # the notice is outside #rows: the polls need not count
+        ctx["indexing"] = health.indexing()
     template = "tapes/tape_list.html" + ("#rows" if request.htmx else "")
     return render(request, template, ctx)
 
@@ -103,6 +105,8 @@ def _index(query: str) -> str:
 
 
 def source_list(request: HttpRequest) -> HttpResponse:
-    """Every configured source: its kind (or that it cannot be told), health, problems and the
-    subfolders it does not read. Template `tapes/source_list.html`, context `sources` (SourceHealth)."""
-    return render(request, "tapes/source_list.html", {"sources": health.source_health()})
+    """Every configured source: its kind (or that it cannot be told), health, how far it is indexed,
+    problems and the subfolders it does not read. Template `tapes/source_list.html`, context
+    `sources` (SourceHealth) and `indexing` (health.Indexing: the watcher's heartbeat)."""
+    sources = health.source_health()
+    return render(request, "tapes/source_list.html", {"sources": sources, "indexing": health.indexing()})

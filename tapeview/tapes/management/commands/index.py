@@ -1,14 +1,18 @@
-"""`tapeview index [SOURCE ...]`: bring the index up to date, with a progress bar on a terminal."""
+"""`tapeview index [--watch] [SOURCE ...]`: bring the index up to date (a progress bar on a terminal),
+and with --watch keep it so as the agents write."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from tapeview.sources import SourceSpecError, parse_sources
 from tapeview.tapes import discovery, signals
+from tapeview.tapes.watcher import Watcher
 
 
 def sources_from(args: list[str]) -> list:
@@ -38,6 +42,38 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("sources", nargs="*", help="[LABEL=]KIND:PATH, e.g. bub:~/.bub/tapes")
+        add_watch_options(parser)
+        parser.add_argument(
+            "--watch", action="store_true", help="keep indexing as the files change, until Ctrl-C"
+        )
 
-    def handle(self, *args, sources: list[str], **options) -> None:
-        run_index(sources_from(sources), self.stdout)
+    def handle(
+        self, *args, sources: list[str], watch: bool, polling: bool, full_every: float, **options
+    ) -> None:
+        specs = sources_from(sources)
+        if not watch:
+            run_index(specs, self.stdout)
+            return
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        watcher = Watcher(specs, stop, full_every=full_every, polling=polling)
+        self.stdout.write(f"watching {len(specs)} source(s) by {watcher.mode} (Ctrl-C to stop)")
+        self.stdout.flush()
+        watcher.run()
+        self.stdout.write("stopped watching")
+
+
+def add_watch_options(parser) -> None:
+    parser.add_argument(
+        "--polling",
+        action="store_true",
+        help="look at the files every 300 ms instead of using notifications (also TAPEVIEW_WATCH_POLLING=1)",
+    )
+    parser.add_argument(
+        "--full-every",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="a full pass over every source this often, as a safety net (default 300)",
+    )

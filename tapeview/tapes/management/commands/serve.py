@@ -1,4 +1,5 @@
-"""`tapeview serve [--host H] [--port P] [SOURCE ...]`: migrate, index, and serve the dashboard."""
+"""`tapeview serve [--host H] [--port P] [SOURCE ...]`: migrate, serve the dashboard at once, and keep
+the index up to date in the background (`tapeview index --watch` in a thread)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from django.core.wsgi import get_wsgi_application
 
 from tapeview import home
 from tapeview.accounts import signin
-from tapeview.tapes.management.commands.index import run_index, sources_from
+from tapeview.tapes import discovery, watcher
+from tapeview.tapes.management.commands.index import add_watch_options, sources_from
 
 
 class Command(BaseCommand):
@@ -22,9 +24,22 @@ class Command(BaseCommand):
         parser.add_argument("sources", nargs="*", help="[LABEL=]KIND:PATH, e.g. bub:~/.bub/tapes")
         parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--no-index", action="store_true", help="serve without indexing first")
+        parser.add_argument(
+            "--no-index", action="store_true", help="no indexer in the background: pages index as they go"
+        )
+        add_watch_options(parser)
 
-    def handle(self, *args, sources: list[str], host: str, port: int, no_index: bool, **options) -> None:
+    def handle(
+        self,
+        *args,
+        sources: list[str],
+        host: str,
+        port: int,
+        no_index: bool,
+        polling: bool,
+        full_every: float,
+        **options,
+    ) -> None:
         specs = sources_from(sources)
         if sources:
             # Pages read the sources from settings; the same value reaches every worker thread.
@@ -32,8 +47,12 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         for spec in specs:
             self.stdout.write(f"source {spec.label}: {spec.kind} at {spec.path}")
+        stop = None
         if not no_index:
-            run_index(specs, self.stdout)
+            # Beating before the first page: no page scans the sources while the watcher starts.
+            discovery.beat(started=True)
+            _, stop = watcher.start_in_background(specs, full_every=full_every, polling=polling)
+            self.stdout.write("indexing in the background (progress on the Sources page)")
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
         home.remember_base_url(settings.HOME, base)
         admin = signin.ensure_first_admin()
@@ -45,4 +64,8 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"Serving on {base}/ (Ctrl-C to stop)")
         self.stdout.flush()
-        waitress.serve(get_wsgi_application(), host=host, port=port, threads=8, ident="tapeview")
+        try:
+            waitress.serve(get_wsgi_application(), host=host, port=port, threads=8, ident="tapeview")
+        finally:
+            if stop is not None:
+                stop.set()

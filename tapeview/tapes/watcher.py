@@ -1,0 +1,209 @@
+"""`tapeview index --watch`: one indexer keeps every source indexed as agents append.
+
+File-system notifications through watchfiles (polling where notifications are unavailable, or
+when asked), a full pass every `full_every` seconds as a safety net, and a heartbeat in the
+database (discovery.beat) so that pages leave the scanning to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.db import connection
+from watchfiles import Change, watch
+
+from tapeview.sources import SourceSpec
+
+from . import discovery, signals
+from .index import refresh
+from .models import Tape
+
+log = logging.getLogger("tapeview.watcher")
+
+BEAT = 2.0  # seconds between heartbeats, also in the middle of a long pass
+STEP_MS = 100  # a burst of changes is one batch once the files are this quiet...
+DEBOUNCE_MS = 1000  # ...or once it has lasted this long
+RETRY = 2.0  # seconds before watching again after an error
+POLLING_ENV = "TAPEVIEW_WATCH_POLLING"
+
+
+class Watcher:
+    """Watch the sources' folders until `stop` is set; every failure is logged and outlived."""
+
+    def __init__(
+        self,
+        specs: Iterable[SourceSpec],
+        stop: threading.Event,
+        *,
+        full_every: float = 300.0,
+        polling: bool = False,
+    ) -> None:
+        self.specs = list(specs)
+        self.stop = stop
+        self.full_every = full_every
+        polling = polling or os.environ.get(POLLING_ENV, "").lower() in ("1", "true", "yes", "on")
+        # None lets watchfiles choose (notifications, or WATCHFILES_FORCE_POLLING); True polls.
+        self.force_polling: bool | None = True if polling else None
+        self.sizes: dict[str, dict[str, int]] = {}  # per source: each file's size as last seen
+        self.last_beat = 0.0
+        self.last_full = 0.0
+
+    @property
+    def mode(self) -> str:
+        return "polling" if self.force_polling else "notifications"
+
+    def run(self) -> None:
+        """The loop; closes this thread's database connection when it ends."""
+        try:
+            self._guarded(lambda: discovery.beat(started=True, mode=self.mode))
+            self._guarded(self.full_pass)
+            while not self.stop.is_set():
+                self._watch()
+        finally:
+            self._guarded(discovery.stop_beating)
+            connection.close()
+
+    def _watch(self) -> None:
+        roots = self._roots()
+        if not roots:  # no source folder exists (yet): look again now and then
+            self.stop.wait(BEAT)
+            self._tick()
+            return
+        try:
+            changes_seen = watch(
+                *roots,
+                stop_event=self.stop,
+                step=STEP_MS,
+                debounce=DEBOUNCE_MS,
+                rust_timeout=int(BEAT * 1000),
+                yield_on_timeout=True,
+                force_polling=self.force_polling,
+                ignore_permission_denied=True,
+                raise_interrupt=False,
+            )
+            first = True
+            for changes in changes_seen:
+                if first:
+                    # Watching from now on: what changed between the first pass and now is caught here.
+                    self._guarded(self.catch_up)
+                    first = False
+                if changes:
+                    self._guarded(lambda changes=changes: self.apply(changes))
+                self._tick()
+                if self._roots() != roots:
+                    return  # a source folder appeared or went away: watch the new set
+        except Exception as exc:
+            # Notifications unavailable (no inotify, the watch limit reached...) or a folder gone
+            # under the watch: fall back to polling and go on.
+            log.warning("watching %s failed (%s: %s)", ", ".join(roots), type(exc).__name__, exc)
+            if self.force_polling is None:
+                self.force_polling = True
+                log.warning("watching by polling from now on")
+            self.stop.wait(RETRY)
+
+    def _roots(self) -> list[str]:
+        return [str(s.path) for s in self.specs if s.known and s.path.is_dir()]
+
+    def _tick(self) -> None:
+        if time.monotonic() - self.last_full >= self.full_every:
+            self._guarded(self.full_pass)
+        self._beat()
+
+    def _beat(self, *_: object) -> None:
+        if time.monotonic() - self.last_beat >= BEAT:
+            self.last_beat = time.monotonic()
+            self._guarded(lambda: discovery.beat(mode=self.mode))
+
+    def _guarded(self, work) -> None:
+        """Run a step of the loop; an error is logged and the loop goes on (the next pass retries)."""
+        try:
+            work()
+        except Exception:
+            log.exception("indexing failed; carrying on")
+            self.last_full = min(self.last_full, time.monotonic() - self.full_every + RETRY * 5)
+
+    def full_pass(self) -> None:
+        """Every source discovered first (so new tapes are listed at once), then indexed."""
+        self.last_full = time.monotonic()
+        tapes: list[Tape] = []
+        for spec in self.specs:
+            found, _, _, self.sizes[spec.label] = discovery.discover(spec)
+            tapes += found
+            self._beat()
+        Tape.objects.exclude(source__in=[s.label for s in self.specs]).delete()
+        # The least indexed first: a new source's tapes become readable before old ones are re-checked.
+        for tape in sorted(tapes, key=lambda t: t.indexed_at is not None):
+            if self.stop.is_set():
+                return
+            self._refresh_one(tape)
+            self._beat()
+        # As `tapeview index` does: the memory app brings its stores up to date (every source at
+        # once: it drops the stores of sources it is not given).
+        signals.sources_indexed.send(sender=discovery.SyncReport, specs=self.specs)
+        discovery.beat(passed=True, mode=self.mode)
+
+    def catch_up(self) -> None:
+        """What changed before this watch began (since the first pass, or while a folder was away)."""
+        for spec in self.specs:
+            found, _, _, self.sizes[spec.label] = discovery.discover(spec)
+            self._refresh(spec, found)  # a tape that did not change costs a stat
+
+    def apply(self, changes: set[tuple[Change, str]]) -> None:
+        """Refresh the tapes whose files changed; discover a source again where files came or went."""
+        touched: dict[str, tuple[SourceSpec, set[str], bool]] = {}
+        for change, path in changes:
+            spec = self._source_of(path)
+            if spec is None:
+                continue
+            _, paths, again = touched.get(spec.label, (spec, set(), False))
+            if change is not Change.modified or not Path(path).is_dir():
+                paths.add(path)
+            touched[spec.label] = (spec, paths, again or change is not Change.modified)
+        for spec, paths, again in touched.values():
+            known = list(Tape.objects.filter(source=spec.label, path__in=paths))
+            if again or len(known) < len(paths):
+                found, _, _, self.sizes[spec.label] = discovery.discover(spec)
+                known = [t for t in found if t.path in paths or t.indexed_at is None]
+            self._refresh(spec, known)
+
+    def _refresh(self, spec: SourceSpec, tapes: Iterable[Tape]) -> None:
+        sizes = self.sizes.setdefault(spec.label, {})
+        for tape in tapes:
+            if self.stop.is_set():
+                return
+            self._refresh_one(tape)
+            try:  # after the refresh: a later append is a later change, and its own batch
+                sizes[tape.rel] = os.stat(tape.path).st_size
+            except OSError:
+                sizes.pop(tape.rel, None)
+        discovery.record_sizes(spec.label, sizes)
+
+    def _refresh_one(self, tape: Tape) -> None:
+        try:
+            refresh(tape, self._beat)
+        except OSError as exc:  # unreadable now (permissions, replaced mid-read): the next change retries
+            log.warning("%s: %s", tape.path, exc)
+
+    def _source_of(self, path: str) -> SourceSpec | None:
+        best = None
+        for spec in self.specs:
+            root = str(spec.path).rstrip(os.sep) + os.sep
+            if path.startswith(root) and (best is None or len(str(spec.path)) > len(str(best.path))):
+                best = spec
+        return best
+
+
+def start_in_background(
+    specs: Iterable[SourceSpec], **options: object
+) -> tuple[threading.Thread, threading.Event]:
+    """The watcher in a daemon thread of this process (with its own database connection)."""
+    stop = threading.Event()
+    watcher = Watcher(specs, stop, **options)  # type: ignore[arg-type]
+    thread = threading.Thread(target=watcher.run, name="tapeview-watcher", daemon=True)
+    thread.start()
+    return thread, stop
