@@ -21,12 +21,9 @@ PostgreSQL server (`.ci/postgres_server.py`), a database of this test's own on i
 from __future__ import annotations
 
 import multiprocessing
-import os
 import random
 import re
-import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -37,13 +34,14 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import requests
 
 from tapeview.sources import araliya as araliya_reader
 from tapeview.sources import nanobot as nanobot_reader
 from tapeview.sources import yachiyo as yachiyo_reader
+from tests.servers import environment, own_database, tapeview_serve
 
 from .agents import (
     AraliyaAgent,
@@ -91,70 +89,19 @@ def copy_sources(root: Path) -> dict[str, Path]:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def index_database(home: Path, sources: dict[str, Path]) -> Iterator[dict[str, str]]:
     """The environment of `tapeview serve` and `tapeview index`: the sources, and the server's own
     SQLite file in `home` or its own PostgreSQL database."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TAPEVIEW_DATABASE_URL", "DATABASE_URL")}
-    env.update(
-        TAPEVIEW_HOME=str(home),
-        TAPEVIEW_SECRET_KEY="test",
+    env = environment(
+        home,
+        # Both commands must see the same sources: `tapeview index` drops the tapes of any other.
+        ",".join(f"{label}={label}:{path}" for label, path in sources.items()),
         TAPEVIEW_QUIET_SECONDS=str(QUIET),
         TAPEVIEW_REFRESH_SECONDS="1",
-        # Both commands must see the same sources: `tapeview index` drops the tapes of any other.
-        TAPEVIEW_SOURCES=",".join(f"{label}={label}:{path}" for label, path in sources.items()),
     )
-    url = os.environ.get("TAPEVIEW_DATABASE_URL") or os.environ.get("DATABASE_URL") or ""
-    if not url.startswith("postgres"):
+    with own_database(env, "tapeview_live") as env:
         yield env
-        return
-    import psycopg
-
-    parts = urlsplit(url)
-    name = f"tapeview_live_{secrets.token_hex(4)}"
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield {**env, "TAPEVIEW_DATABASE_URL": parts._replace(path=f"/{name}").geturl()}
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@contextmanager
-def tapeview_serve(env: dict[str, str], home: Path) -> Iterator[tuple[str, str]]:
-    """`tapeview serve` over TAPEVIEW_SOURCES: its base URL and the one-time sign-in link it prints."""
-    port = free_port()
-    log = home / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tapeview", "serve", "--port", str(port), "--host", "127.0.0.1"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while "Serving on" not in log.read_text():
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.1)
-        link = re.search(r"http://127\.0\.0\.1:\d+/signin/[\w-]+/", log.read_text())
-        assert link, log.read_text()[-3000:]
-        yield f"http://127.0.0.1:{port}", link.group(0)
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def tapeview(env: dict[str, str], *args: str) -> str:
@@ -243,7 +190,7 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
 
     with ExitStack() as stack:
         env = stack.enter_context(index_database(home, roots))
-        base, link = stack.enter_context(tapeview_serve(env, home))
+        base, link, _ = stack.enter_context(tapeview_serve(env, home))
         token = tapeview(env, "token", "create", "t", "--scope", "write").strip().splitlines()[-1]
         bearer = {"Authorization": f"Bearer {token}"}
         browser = requests.Session()

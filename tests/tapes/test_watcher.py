@@ -7,12 +7,8 @@ server (`.ci/postgres_server.py`), a database of this test's own on it, dropped 
 
 from __future__ import annotations
 
-import os
-import re
-import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +16,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import orjson
 import pytest
@@ -29,6 +24,7 @@ from django.utils import timezone
 
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Indexer
+from tests.servers import environment, own_database, tapeview_serve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TIMEOUT = 30
@@ -49,76 +45,25 @@ def bub_line(n: int, text: str = "hello") -> bytes:
     return orjson.dumps(entry) + b"\n"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def database(home: Path, sources: dict[str, Path]) -> Iterator[dict[str, str]]:
     """The environment of the real commands: the sources, and their own SQLite file or PostgreSQL database."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TAPEVIEW_DATABASE_URL", "DATABASE_URL")}
-    env.update(
-        TAPEVIEW_HOME=str(home),
-        TAPEVIEW_SECRET_KEY="test",
+    env = environment(
+        home,
+        ",".join(f"{label}=bub:{path}" for label, path in sources.items()),
         TAPEVIEW_REFRESH_SECONDS="0",  # without the watcher, every page would scan every source
-        TAPEVIEW_SOURCES=",".join(f"{label}=bub:{path}" for label, path in sources.items()),
     )
-    url = os.environ.get("TAPEVIEW_DATABASE_URL") or os.environ.get("DATABASE_URL") or ""
-    if not url.startswith("postgres"):
+    with own_database(env, "tapeview_watch") as env:
         yield env
-        return
-    import psycopg
-
-    parts = urlsplit(url)
-    name = f"tapeview_watch_{secrets.token_hex(4)}"
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield {**env, "TAPEVIEW_DATABASE_URL": parts._replace(path=f"/{name}").geturl()}
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager
 def serve(env: dict[str, str], home: Path, *args: str) -> Iterator[tuple[str, str, float]]:
-    """The real `tapeview serve`: its base URL, its sign-in link, and when it said "Serving on"."""
-    port = free_port()
-    log = home / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tapeview", "serve", "--port", str(port), *args],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while "Serving on" not in log.read_text():
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.05)
-        serving = time.monotonic()
-        # "Serving on" is printed just before the socket is bound: the first connection may wait.
-        eventually(lambda: listening(port), 10, "the server listening")
-        link = re.search(r"http://127\.0\.0\.1:\d+/signin/[\w-]+/", log.read_text())
-        assert link, log.read_text()[-3000:]
-        yield f"http://127.0.0.1:{port}", link.group(0), serving
-        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
+    """The real `tapeview serve`; nothing it logged may be a traceback."""
+    with tapeview_serve(env, home, *args) as served:
+        yield served
+        log = (home / "serve.log").read_text()
+        assert "Traceback" not in log, log[-3000:]
 
 
 def api_client(env: dict[str, str]) -> requests.Session:
