@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Set
 
-from django.db.models import Q
-
 from tapeview.sources import Entry
 from tapeview.sources.bub import tool_calls
 from tapeview.tapes import index
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import rows as index_rows
+from tapeview.tapes.models import Tape
+from tapeview.tapes.rows import Match
 from tapeview.tapes.timeline import read_rows
 
 from .stores import bub_zone
 from .stores.bub_zone import Zone
 from .stores.model import Snapshot
 
-ZONE_ROWS = Q(kind="anchor", name__startswith="memory/") | Q(kind="event", name__startswith="memory.")
+ZONE_ROWS = (Match(kinds=("anchor",), name_prefix="memory/"), Match(kinds=("event",), name_prefix="memory."))
 # The agent's tools (and `,memory.*` commands) that write a new zone, by what they change.
 WRITING = {"memory_save": "save", "memory_daily": "daily", "memory_clear": "clear", "memory_prune": "prune"}
-CALL_ROWS = Q(kind="tool_call") | Q(kind="event", name="command")
+CALL_ROWS = (Match(kinds=("tool_call",)), Match(kinds=("event",), names=("command",)))
 EMPTY: dict = {"holder": None, "zones": [], "current": None, "changes": []}
 LOOKAHEAD = 500  # entries after the last zone within which the turn that wrote it is appended
 
@@ -43,7 +43,7 @@ def _sidecars(tape: Tape) -> list[Tape]:
 
 
 def _found(holder: Tape) -> dict | None:
-    rows = list(EntryRow.objects.filter(ZONE_ROWS, tape=holder).order_by("pos"))
+    rows = index_rows.of(holder).any_of(*ZONE_ROWS).all()
     if not rows:
         return None
     zones = bub_zone.read_zones(read_rows(holder, rows))
@@ -85,8 +85,8 @@ def writers(found: dict, skip: Set[int] = frozenset()) -> dict[int, tuple[int, s
     if holder is None or not zones:
         return {}
     last = max(z.seal_pos for z in zones)
-    rows = EntryRow.objects.filter(CALL_ROWS, tape=holder, readable=True, pos__gt=zones[0].seal_pos)
-    entries = read_rows(holder, list(rows.filter(pos__lte=last + LOOKAHEAD).order_by("pos")))
+    rows = index_rows.of(holder).after(zones[0].seal_pos).through(last + LOOKAHEAD)
+    entries = read_rows(holder, rows.any_of(*CALL_ROWS).where(readable=True).all())
     events = [(z.seal_pos, i, None) for i, z in enumerate(zones)]
     events += [(e.pos, -1, call) for e in entries for call in _memory_writes(e)]
     found_by: dict[int, tuple[int, str]] = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import rows as index_rows
+from tapeview.tapes.models import Tape
 from tapeview.tapes.timeline import read_rows
 
 from ..history import LineOrigin, Source
@@ -93,8 +94,8 @@ class _Traces:
         tape = tapes.filter(source=self.source).first() or tapes.first()
         if tape is None:
             return None, []
-        rows = EntryRow.objects.filter(tape=tape, kind="tool_call", name__contains="memory_write")
-        return tape, read_rows(tape, list(rows.order_by("pos")))
+        rows = index_rows.of(tape).where(kinds=("tool_call",), name_contains="memory_write")
+        return tape, read_rows(tape, rows.all())
 
 
 def _time(stamp: str) -> datetime | None:

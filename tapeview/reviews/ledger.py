@@ -15,8 +15,9 @@ from django.db.models import Count
 from django.http import Http404
 
 from tapeview.sources import TapeNotFound
-from tapeview.tapes import discovery, lookup, raw
-from tapeview.tapes.models import Anchor, EntryRow, Tape
+from tapeview.tapes import discovery, lookup, raw, rows
+from tapeview.tapes.models import Anchor, Tape
+from tapeview.tapes.rows import Row
 
 from .models import SPANS, VERDICTS, Review, ReviewQuerySet
 
@@ -71,7 +72,7 @@ def is_tape_key(key: str) -> bool:
     return key.isascii() and key.isalnum() and len(key) <= lookup.KEY_LENGTH
 
 
-def content_hash(tape: Tape, row: EntryRow) -> str:
+def content_hash(tape: Tape, row: Row) -> str:
     """sha256 of the entry as the agent wrote it (raw.read: the line's bytes, or a record's JSON)."""
     digest = hashlib.sha256()
     for chunk in raw.read(tape, row).chunks:
@@ -222,7 +223,7 @@ def mark(reviews: Iterable[Review]) -> list[Review]:
         wanted.setdefault(r.tape_key, set()).add(r.pos)
     hashes: dict[tuple[str, int], str] = {}
     for tape in Tape.objects.filter(key__in=wanted):
-        for row in EntryRow.objects.filter(tape=tape, pos__in=wanted[tape.key]):
+        for row in rows.of(tape).at(wanted[tape.key]):
             # A file gone or unreadable: the review has nothing to match.
             with suppress(TapeNotFound, OSError):
                 hashes[tape.key, row.pos] = content_hash(tape, row)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from tapeview.sources import Entry
 
-from .models import EntryRow, Tape
+from . import rows
+from .models import Tape
 
 # Events that stay cards of their own when the operational events around them fold away: what a
 # person did (a command, a model switch), not the agent loop's bookkeeping.
@@ -45,10 +46,10 @@ class Block:
 
 def turn_before(tape: Tape, pos: int) -> tuple[int, bool]:
     """How many turns began before `pos`, and whether the last of them is still unanswered there."""
-    messages = EntryRow.objects.filter(tape=tape, kind="message", readable=True, pos__lt=pos)
-    count = messages.filter(name="user").count()
-    last = messages.filter(name__in=("user", "assistant")).order_by("-pos").values_list("name", flat=True)
-    return count, last.first() == "user"
+    messages = rows.of(tape).before(pos).where(kinds=("message",), readable=True)
+    count = messages.where(names=("user",)).count()
+    last = messages.where(names=("user", "assistant")).last()
+    return count, last is not None and last.name == "user"
 
 
 def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:

@@ -18,7 +18,8 @@ from tapeview.sources import Entry, reader
 from tapeview.sources.model import ContextMessage, content_text
 
 from . import handoff, timeline, tokenizer, windows
-from .models import EntryRow, Tape
+from . import rows as index_rows
+from .models import Tape
 from .phase_tally import usage
 
 CAP_ROWS = 2_000
@@ -89,7 +90,7 @@ def measure(tape: Tape) -> Budget:
         # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
         entries, _ = _tail(tape, start, names=TURN_EVENTS)
     if suggest and budget.window:
-        end = EntryRow.objects.filter(tape=tape).order_by("-pos").values_list("pos", flat=True).first()
+        end = index_rows.of(tape).last_pos()
         points = turn_boundaries(entries, estimate, budget.tokens_since_anchor, end or 0)
         fits = [(pos, tokens) for pos, tokens in points if tokens <= budget.window // 2]
         if fits:
@@ -100,13 +101,13 @@ def measure(tape: Tape) -> Budget:
 def _tail(tape: Tape, start: int, names: tuple[str, ...] = ()) -> tuple[list[Entry], bool]:
     """The newest entries after `start` (only events of these names, if given), at most CAP_ROWS and
     CAP_BYTES of them; whether that is all."""
-    rows = EntryRow.objects.filter(tape=tape, pos__gt=start)
+    rows = index_rows.of(tape).after(start)
     if names:
-        rows = rows.filter(kind="event", name__in=names)
-    rows = list(rows.order_by("-pos")[: CAP_ROWS + 1])
-    capped = len(rows) > CAP_ROWS
+        rows = rows.where(kinds=("event",), names=names)
+    newest = rows.tail(CAP_ROWS + 1)[::-1]
+    capped = len(newest) > CAP_ROWS
     kept, size = [], 0
-    for row in rows[:CAP_ROWS]:
+    for row in newest[:CAP_ROWS]:
         size += row.length
         if size > CAP_BYTES:
             capped = True

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
-
 from tapeview.sources import ContextMessage, Entry, reader
 from tapeview.sources.bub_lines import DISPLAY_PARSE_LIMIT
 
+from . import rows as index_rows
 from .lookup import MAX_POS
-from .models import Anchor, EntryRow, Tape
+from .models import Anchor, Tape
+from .rows import Match, Rows
 from .timeline import read_rows
 
 PAGE_ENTRIES = 50  # a page holds the messages of this many entries
@@ -110,7 +110,7 @@ def _position(ref: str) -> int | None:
 def preview(tape: Tape, ref: str | None = None, until: int | None = None) -> ContextPreview:
     """The context after an anchor (default the last one); with `until`, as it was after that entry."""
     anchor = find_anchor(tape, ref) if until is None else _anchor_before(tape, until)
-    entries = read_rows(tape, list(_after(tape, anchor, until).order_by("pos")))
+    entries = read_rows(tape, _after(tape, anchor, until).all())
     messages = _messages(tape, entries)
     used = {m.source_pos for m in messages}
     return ContextPreview(anchor, messages, sum(1 for e in entries if e.pos not in used))
@@ -136,59 +136,50 @@ def page(
     anchor = find_anchor(tape, ref)
     rows = _after(tape, anchor, None)
     if tape.kind not in PAGED:
-        messages = _messages(tape, read_rows(tape, list(rows.order_by("pos"))))
+        messages = _messages(tape, read_rows(tape, rows.all()))
         totals = _exact(anchor, messages, *_bounds(tape, rows), _reported(tape, anchor, None))
         return _slice(totals, messages, after, before, end, size)
     totals = _totals(tape, anchor, rows, None)
     sent = _sent(rows)
-    if end or before is not None:
-        upto = sent.filter(pos__lt=before) if before is not None else sent
-        picked = list(reversed(upto.order_by("-pos")[:size]))
-    else:
-        picked = list((sent.filter(pos__gt=after) if after is not None else sent).order_by("pos")[:size])
+    picked = sent.before(before).tail(size) if end or before is not None else sent.after(after).head(size)
     if not picked:
         return ContextPage(totals, [], None, None, False, False)
     first, last = picked[0].pos, picked[-1].pos
     read = read_rows(tape, _call_before(sent, picked) + picked)
     messages = [m for m in _messages(tape, read) if m.source_pos >= first]
-    # The context's own first and last, each walked to from its end of the (tape, pos) index: an
-    # exists() over a range may take the kind index and scan every row of a long context instead.
-    edges = [sent.order_by(order).values_list("pos", flat=True).first() for order in ("pos", "-pos")]
-    return ContextPage(totals, messages, first, last, edges[0] < first, edges[1] > last)
+    # The context's own first and last, each walked to from its end of the positions: an exists()
+    # over a range may scan every row of a long context instead.
+    return ContextPage(totals, messages, first, last, sent.first_pos() < first, sent.last_pos() > last)
 
 
-def _after(tape: Tape, anchor: Anchor | None, until: int | None) -> QuerySet[EntryRow]:
-    rows = EntryRow.objects.filter(tape=tape)
-    if until is not None:
-        rows = rows.filter(pos__lte=until)
-    if anchor is not None:
-        rows = rows.filter(pos__gte=_first_pos(tape, anchor))
-    return rows
+def _after(tape: Tape, anchor: Anchor | None, until: int | None) -> Rows:
+    rows = index_rows.of(tape).through(until)
+    return rows.starting(_first_pos(tape, anchor)) if anchor is not None else rows
 
 
 def _first_pos(tape: Tape, anchor: Anchor) -> int:
     # Strictly after an anchor line: the anchor itself is not context (formats/bub.md §2.3). A
     # row that only marks a phase start (nanobot's archive pointer, a summary checkpoint) is
     # a message the agent replays: it is the context's first.
-    line = EntryRow.objects.filter(tape=tape, pos=anchor.pos, kind="anchor").exists()
+    line = index_rows.of(tape).starting(anchor.pos).through(anchor.pos).where(kinds=("anchor",)).exists()
     return anchor.pos + 1 if line else anchor.pos
 
 
-def _sent(rows: QuerySet[EntryRow]) -> QuerySet[EntryRow]:
+def _sent(rows: Rows) -> Rows:
     """The rows of a Bub context that become messages: what its selector keeps, and every entry too
     big to parse (shown as its size in place, whatever it is)."""
-    keeps = Q(readable=True, context=True, kind__in=SENT_KINDS)
-    return rows.filter(keeps | Q(length__gt=DISPLAY_PARSE_LIMIT))
+    keeps = Match(readable=True, context=True, kinds=SENT_KINDS)
+    return rows.any_of(keeps, Match(longer_than=DISPLAY_PARSE_LIMIT))
 
 
-def _call_before(sent: QuerySet[EntryRow], picked: list[EntryRow]) -> list[EntryRow]:
+def _call_before(sent: Rows, picked: list[index_rows.Row]) -> list[index_rows.Row]:
     """The tool call a page's first results answer, when it is on an earlier page (Bub names each
     result after the call of the latest tool_call entry it can parse)."""
     kinds = [r.kind for r in picked if r.length <= DISPLAY_PARSE_LIMIT]
     if "tool_result" not in kinds or "tool_call" in kinds[: kinds.index("tool_result")]:
         return []
-    calls = sent.filter(kind="tool_call", pos__lt=picked[0].pos, length__lte=DISPLAY_PARSE_LIMIT)
-    return list(calls.filter(readable=True, context=True).order_by("-pos")[:1])
+    call = Match(kinds=("tool_call",), at_most=DISPLAY_PARSE_LIMIT, readable=True, context=True)
+    return sent.before(picked[0].pos).where(call).tail(1)
 
 
 def _messages(tape: Tape, entries: list[Entry]) -> list[ContextMessage]:
@@ -201,27 +192,26 @@ def _messages(tape: Tape, entries: list[Entry]) -> list[ContextMessage]:
     return messages
 
 
-def _totals(tape: Tape, anchor: Anchor | None, rows: QuerySet[EntryRow], until: int | None) -> Totals:
+def _totals(tape: Tape, anchor: Anchor | None, rows: Rows, until: int | None) -> Totals:
     count, span = _bounds(tape, rows)
     tokens = _reported(tape, anchor, until)
     if tape.kind not in PAGED or (count <= EXACT_ROWS and span <= EXACT_BYTES):
-        entries = read_rows(tape, list((_sent(rows) if tape.kind in PAGED else rows).order_by("pos")))
+        entries = read_rows(tape, (_sent(rows) if tape.kind in PAGED else rows).all())
         return _exact(anchor, _messages(tape, entries), count, span, tokens)
-    # Counted on the index of (tape, kind, pos) alone, never the rows: an entry the selector drops
-    # for `meta.context=false` or an unreadable line of one of these kinds is counted here.
-    sent = rows.filter(kind__in=SENT_KINDS).aggregate(n=Count("pk"))["n"]
+    # Counted by kind alone, never reading the entries: an entry the selector drops for
+    # `meta.context=false` or an unreadable line of one of these kinds is counted here.
+    sent = rows.where(kinds=SENT_KINDS).count()
     return Totals(anchor, False, None, None, sent, count, span, tokens)
 
 
-def _bounds(tape: Tape, rows: QuerySet[EntryRow]) -> tuple[int, int]:
+def _bounds(tape: Tape, rows: Rows) -> tuple[int, int]:
     """How many entries these rows are, and the bytes from the first one's start to the last one's end."""
-    first = rows.order_by("pos").values_list("pos", "offset").first()
-    last = rows.order_by("-pos").values_list("pos", "offset", "length").first()
+    first, last = rows.first(), rows.last()
     if first is None or last is None:
         return 0, 0
     # A Bub tape's positions have no gaps (every line has a row): no count over the rows needed.
-    count = last[0] - first[0] + 1 if tape.kind in PAGED else rows.count()
-    return count, last[1] + last[2] - first[1]
+    count = last.pos - first.pos + 1 if tape.kind in PAGED else rows.count()
+    return count, last.offset + last.length - first.offset
 
 
 def _exact(

@@ -17,7 +17,8 @@ from tapeview.sources import reader
 
 from . import raw, timeline
 from .context import AnchorNotFound
-from .models import Anchor, EntryRow, Tape
+from .lookup import find_row
+from .models import Anchor, Tape
 from .transcript import entry_markdown
 
 FORMATS = {
@@ -99,7 +100,7 @@ def _lines(tape: Tape, part: Segment) -> Iterator[bytes]:
 
 
 def _offset(tape: Tape, pos: int) -> int:
-    return EntryRow.objects.get(tape=tape, pos=pos).offset
+    return find_row(tape, pos).offset
 
 
 def _entries(tape: Tape, part: Segment):

@@ -6,7 +6,6 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -16,25 +15,12 @@ from django.utils import timezone
 from tapeview.sources import Entry as FileEntry
 from tapeview.sources import TapeNotFound, paths, reader
 
-from . import signals
+from . import bulk, signals
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryRow, Tape
 from .phase_tally import PhaseTally
 
 BATCH = 5000
-ENTRY_COLUMNS = (
-    "tape",
-    "pos",
-    "offset",
-    "length",
-    "entry_id",
-    "kind",
-    "name",
-    "date",
-    "readable",
-    "is_error",
-    "context",
-)
 LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
@@ -67,13 +53,17 @@ def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) ->
     try:
         # The previous owner may have indexed past what this request loaded: go on from its offset.
         tape.refresh_from_db()
-        return _refresh_owned(tape, lease, progress)
+        start = tape.next_pos
+        changed = _refresh_owned(tape, lease, progress)
     except (LeaseLost, Tape.DoesNotExist):
         with suppress(Tape.DoesNotExist):
             tape.refresh_from_db()  # forget the batches that were not ours to write
         return False
     finally:
         release(tape, lease)
+    if tape.next_pos - start >= bulk.ANALYZE_AFTER:
+        bulk.analyze()
+    return changed
 
 
 def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
@@ -183,7 +173,7 @@ def _reset(tape: Tape, lease: str) -> None:
 
 
 def _index_entries(tape: Tape, entries: Iterable[FileEntry], lease: str, progress: Progress | None) -> None:
-    adapt = _sqlite_datetime if connection.vendor == "sqlite" else connection.ops.adapt_datetimefield_value
+    adapt = bulk.date_adapter()
     tape_id = tape.pk
     rows: list[tuple] = []
     batch: list[FileEntry] = []
@@ -259,23 +249,6 @@ def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally)
         tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
 
 
-def _sqlite_datetime(value: datetime | None) -> str | None:
-    """What Django's SQLite backend stores for an aware datetime (naive UTC text), minus its overhead."""
-    if value is None:
-        return None
-    if value.utcoffset():
-        value = value.astimezone(UTC)
-    return str(value.replace(tzinfo=None))
-
-
-def _insert_sql() -> str:
-    table, qn = EntryRow._meta.db_table, connection.ops.quote_name
-    columns = [EntryRow._meta.get_field(name).column for name in ENTRY_COLUMNS]
-    return (
-        f"INSERT INTO {qn(table)} ({', '.join(map(qn, columns))}) VALUES ({', '.join(['%s'] * len(columns))})"
-    )
-
-
 def _flush(
     tape: Tape,
     lease: str,
@@ -288,8 +261,7 @@ def _flush(
     with transaction.atomic(), connection.cursor() as cursor:
         # First, so a batch is written only by the tape's owner, together with its progress.
         save(tape, lease)
-        # Plain executemany: the ORM's per-row SQL compilation cost 10x the parsing (see bench/).
-        cursor.executemany(_insert_sql(), rows)
+        bulk.insert(cursor, rows)
         signals.entries_indexed.send(sender=Tape, tape=tape, entries=batch)
         Anchor.objects.bulk_create(anchors)
         tally.write(anchors)

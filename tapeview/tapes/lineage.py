@@ -16,8 +16,9 @@ import orjson
 from tapeview.sources import TapeNotFound
 
 from . import index
+from . import rows as index_rows
 from .index import STATE_PREVIEW
-from .models import Anchor, EntryRow, Tape
+from .models import Anchor, Tape
 from .timeline import read_rows
 
 MAX_WORDS = 5_000  # of a summary, diffed word by word; past it the rest is one word
@@ -101,7 +102,7 @@ def states(tape: Tape, anchors: list[Anchor]) -> dict[int, Any]:
         else:
             found[anchor.pos] = orjson.loads(anchor.state) if anchor.state else None
     if cut:
-        rows = list(EntryRow.objects.filter(tape=tape, pos__in=cut))
+        rows = index_rows.of(tape).at(cut)
         try:
             entries = read_rows(tape, rows)
         except TapeNotFound:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.http import Http404
 
-from . import index
-from .models import EntryRow, Tape
+from . import index, rows
+from .models import Tape
+from .rows import Row
 
-# The widest position a query takes: EntryRow.pos is a 32-bit integer on PostgreSQL.
+# The widest position a query takes: a position is a 32-bit integer on PostgreSQL.
 MAX_POS = 2**31 - 1
 KEY_LENGTH = 32  # Tape.key's max_length
 
@@ -39,9 +40,9 @@ def find_tape(key: str) -> Tape:
     return tape
 
 
-def find_row(tape: Tape, pos: int) -> EntryRow:
+def find_row(tape: Tape, pos: int) -> Row:
     """Where the entry at `pos` sits in the tape's file."""
-    row = EntryRow.objects.filter(tape=tape, pos=pos).first() if 1 <= pos <= MAX_POS else None
+    row = rows.at(tape, pos) if 1 <= pos <= MAX_POS else None
     if row is None:
         raise NoSuchEntry(f"no entry {pos} on this tape")
     return row

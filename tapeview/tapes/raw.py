@@ -12,7 +12,8 @@ import orjson
 
 from tapeview.sources import reader
 
-from .models import EntryRow, Tape
+from .models import Tape
+from .rows import Row
 from .timeline import read_rows
 
 # Text, never a type a browser renders or runs: the bytes are the agent's, not ours
@@ -27,7 +28,7 @@ class RawEntry:
     content_type: str = CONTENT_TYPE
 
 
-def read(tape: Tape, row: EntryRow) -> RawEntry:
+def read(tape: Tape, row: Row) -> RawEntry:
     """The line's bytes, streamed, from an append-only tape; of a JSON document, the entry as JSON.
 
     Raises TapeNotFound when the file is gone.

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from tapeview.sources import Entry, TapeNotFound, reader
 
+from . import rows as index_rows
 from .blocks import Block, Item, arrange, turn_before
-from .models import EntryRow, Tape
+from .models import Tape
+from .rows import Match, Row
 
 PAGE_SIZE = 50
 TURN_KINDS = ("message", "tool_call", "tool_result")
@@ -46,26 +48,15 @@ def find_rows(
     readable: bool | None = None,
     limit: int = PAGE_SIZE,
     last: bool = False,
-) -> list[EntryRow]:
+) -> list[Row]:
     """Up to `limit` rows with after < pos < before, of these kinds (default all), in file order;
     with `errors` only those counted (or not) as errors, with `readable` only (un)readable lines.
 
     The first `limit` of them, or with `last` the last `limit` (the page that ends at `before`).
     """
-    rows = EntryRow.objects.filter(tape=tape)
-    if after is not None:
-        rows = rows.filter(pos__gt=after)
-    if before is not None:
-        rows = rows.filter(pos__lt=before)
-    if kinds:
-        rows = rows.filter(kind__in=kinds)
-    if errors is not None:
-        rows = rows.filter(is_error=errors)
-    if readable is not None:
-        rows = rows.filter(readable=readable)
-    if last:
-        return list(reversed(rows.order_by("-pos")[:limit]))
-    return list(rows.order_by("pos")[:limit])
+    rows = index_rows.of(tape).after(after).before(before)
+    rows = rows.where(kinds=tuple(kinds), errors=errors, readable=readable)
+    return rows.tail(limit) if last else rows.head(limit)
 
 
 def rows_for(
@@ -77,7 +68,7 @@ def rows_for(
     end: bool = False,
     size: int = PAGE_SIZE,
     only: str = "",
-) -> list[EntryRow]:
+) -> list[Row]:
     """The rows of one timeline page: after a position, before one, around one (`at`), or at the end;
     with `only` (a key of ONLY), of those rows alone."""
     where = ONLY.get(only, {})
@@ -112,7 +103,7 @@ def anchor_ends(tape: Tape, positions: list[int]) -> dict[int, int | None]:
     return {pos: next((p for p in ordered if p > pos), None) for pos in positions}
 
 
-def read_rows(tape: Tape, rows: list[EntryRow]) -> list[Entry]:
+def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
     """Read exactly the bytes of these entries; a too-big entry keeps the index's kind and name."""
     entries = reader(tape.kind).read_entries(Path(tape.path), [(r.pos, r.offset, r.length) for r in rows])
     by_pos = {r.pos: r for r in rows}
@@ -172,8 +163,7 @@ def page(tape: Tape, only: str = "", **where) -> Page:
 
 def first_at(tape: Tape, when: datetime) -> int | None:
     """The position of the first entry at or after `when` (entries without a time are passed over)."""
-    row = EntryRow.objects.filter(tape=tape, date__gte=when).order_by("pos").values_list("pos", flat=True)
-    return row.first()
+    return index_rows.of(tape).where(since=when).first_pos()
 
 
 def archive_boundary(tape: Tape) -> int | None:
@@ -181,26 +171,26 @@ def archive_boundary(tape: Tape) -> int | None:
 
     Read through the index: the metadata line's bytes only, and counts of message rows.
     """
-    rows = EntryRow.objects.filter(tape=tape)
+    rows = index_rows.of(tape)
     # Only a family that keeps an archive pointer writes a metadata record: one indexed lookup.
-    meta = rows.filter(kind="metadata", readable=True).order_by("-pos").first()
+    meta = rows.where(kinds=("metadata",), readable=True).last()
     if meta is None:
         return None
     try:
         metadata = read_rows(tape, [meta])[0].payload
     except TapeNotFound:
         return None
-    messages = rows.filter(entry_id__isnull=False).exclude(kind="metadata")
+    messages = rows.where(has_id=True, not_kinds=("metadata",))
     offset = reader(tape.kind).pointer(metadata, messages.count())
     if offset == 0:
         return None
-    first = messages.filter(entry_id__gte=offset).order_by("pos").first()
+    first = messages.where(min_id=offset).first()
     return first.pos if first else tape.next_pos
 
 
 def _following_results(tape: Tape, pos: int) -> list[Entry]:
     """The tool_result entries that answer the tool_call at `pos`, read through the index."""
-    rows = EntryRow.objects.filter(tape=tape, pos__gt=pos, kind__in=TURN_KINDS).order_by("pos")[:MAX_RESULTS]
+    rows = index_rows.of(tape).after(pos).where(kinds=TURN_KINDS).head(MAX_RESULTS)
     found = []
     for row in rows:
         if row.kind != "tool_result":
@@ -210,8 +200,8 @@ def _following_results(tape: Tape, pos: int) -> list[Entry]:
 
 
 def _preceding_call(tape: Tape, pos: int) -> Entry | None:
-    rows = EntryRow.objects.filter(tape=tape, pos__lt=pos, kind__in=TURN_KINDS).exclude(kind="tool_result")
-    row = rows.order_by("-pos").first()
+    turn = Match(kinds=TURN_KINDS, not_kinds=("tool_result",))
+    row = index_rows.of(tape).before(pos).where(turn).last()
     return read_rows(tape, [row])[0] if row is not None and row.kind == "tool_call" else None
 
 

@@ -15,7 +15,8 @@ from tapeview.accounts.auth import writer
 from tapeview.sources import Entry
 
 from .. import context, handoff, lookup, raw, timeline
-from ..models import Anchor, EntryRow
+from .. import rows as index_rows
+from ..models import Anchor
 from .cursor import decode, encode
 from .schemas import BIG, TEXT, PageIn, responses
 
@@ -242,9 +243,9 @@ def create_handoff(request: HttpRequest, tape_id: str, body: HandoffIn) -> Statu
     )
     ids = [e["id"] for e in written]
     try:
-        rows = list(EntryRow.objects.filter(tape=tape, pos__gte=start, entry_id__in=ids).order_by("pos"))
+        found = index_rows.of(tape).starting(start).where(ids=tuple(ids)).all()
         entries = [
-            entry_out(e, full=True) for e in sorted(timeline.read_rows(tape, rows), key=lambda e: e.pos)
+            entry_out(e, full=True) for e in sorted(timeline.read_rows(tape, found), key=lambda e: e.pos)
         ]
     except Exception:
         # Written is written: the ids say what, when reading the entries back fails.

@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 from tapeview.sources import TapeNotFound
 
 from .. import budget, context, export, lineage, lookup, phases, raw, timeline
+from .. import rows as index_rows
 from ..api.cursor import BadCursor, decode, encode
 from ..forms import (
     ContextForm,
@@ -19,7 +20,7 @@ from ..forms import (
     PhaseSortForm,
     TimelineForm,
 )
-from ..models import EntryRow, Tape
+from ..models import Tape
 
 PHASE_ROWS = 100
 LINEAGE_PAGE_SIZE = 100
@@ -151,7 +152,7 @@ def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
 
 def _has_memory(tape: Tape) -> bool:
     tapes = [tape, *tape.attachments.filter(role="sidecar")]
-    return EntryRow.objects.filter(tape__in=tapes, kind="anchor", name="memory/seal").exists()
+    return index_rows.of(tapes).where(kinds=("anchor",), names=("memory/seal",)).exists()
 
 
 @vary_on_headers("HX-Request")
