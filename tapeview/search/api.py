@@ -12,7 +12,7 @@ from tapeview.tapes import discovery
 from tapeview.tapes.api.cursor import decode, encode
 from tapeview.tapes.api.schemas import TEXT, PageIn, responses
 
-from . import engine
+from . import catchup, engine
 
 HIGHLIGHTS = "where the matches are in `snippet`: [start, end) offsets in characters (code points)"
 
@@ -86,8 +86,12 @@ router = Router(tags=["search"])
 def search_tapes(request: HttpRequest, filters: Query[SearchFilters]) -> dict:
     """Full-text search over every entry of every tape, best matches first. The entries of a tape
     that repeat a hit (yachiyo's stream deltas and prompt copies, the same lines again) are folded
-    into it and counted in its `copies`; a page holds `limit` hits after folding."""
+    into it and counted in its `copies`; a page holds `limit` hits after folding. Hits are ranked
+    (or ordered by time) among the newest 2,000 matching entries, newest by the order tapes
+    were found and entries written, or among as many as the page asked for needs: a common word
+    costs what a rare one does."""
     discovery.sync_if_stale()
+    catchup.catch_up_unwatched()
     start = decode(filters.cursor, {"o": int})["o"] if filters.cursor else 0
     kinds = [k.strip() for k in (filters.kinds or "").split(",") if k.strip()] or None
     found = {

@@ -15,7 +15,7 @@ from tapeview.reviews import ledger
 from tapeview.tapes.models import Tape
 
 from . import backends, copies
-from .backends import Found, Where
+from .docs import FIRST_ID, LAST_ID, Found, Where
 from .feed import LAST_POS, SHIFT, refresh_memory_if_stale, store_span, tape_span
 from .snippets import Span, marked, marked_html
 from .text import terms
@@ -123,12 +123,12 @@ def _where(
 ) -> Where | None:
     """The filters of a tape search as SQL; None when nothing can match."""
     where = Where()
-    where.add(f"{backend.id} > 0")
+    where.span(1, LAST_ID)
     if review_label or review_score is not None:
         ids = _reviewed_docs(review_label, review_score)
         if not ids:
             return None
-        where.add(f"{backend.id} IN ({', '.join(['%s'] * len(ids))})", *ids)
+        where.add(f"id IN ({', '.join(['%s'] * len(ids))})", *ids)
     if tape_key:
         tape_id = Tape.objects.filter(key=tape_key).values_list("pk", flat=True).first()
         if tape_id is None:
@@ -136,15 +136,15 @@ def _where(
         first, last = within if within else (0, LAST_POS + 1)
         if last <= first:
             return None
-        where.add(f"{backend.id} BETWEEN %s AND %s", *tape_span(tape_id, first, last - 1))
+        where.span(*tape_span(tape_id, first, last - 1))
     elif within:
         raise ValueError("searching within a phase needs a tape")
-    if source:
-        where.add("source = %s", source)
+    if source and Tape.objects.exclude(source=source).exists():
+        where.tagged("s", source)  # a source that holds every tape filters nothing: no tag to walk
     if kinds:
-        where.add(f"kind IN ({', '.join(['%s'] * len(kinds))})", *kinds)
+        where.tagged("k", *kinds)
     if role:
-        where.add("kind = 'message' AND name = %s", role)
+        where.tagged("r", role)
     if name:
         where.below("name", name, "./")
     where.dates(since, until)
@@ -220,7 +220,7 @@ def count(q: str, *, tapes: Iterable[str] = (), **filters: object) -> Count:
         return Count(0)
     by_tape = {}
     for key, tape_id in Tape.objects.filter(key__in=list(tapes)).values_list("key", "pk"):
-        one = where.narrowed(f"{backend.id} BETWEEN %s AND %s", *tape_span(tape_id))
+        one = where.narrowed(*tape_span(tape_id))
         by_tape[key] = _capped(backend.count(q, one, COUNT_LIMIT + 1))
     total = _capped(backend.count(q, where, COUNT_LIMIT + 1))
     return Count(total.total, total.capped, by_tape)
@@ -246,12 +246,12 @@ def search_memory(
         return []
     refresh_memory_if_stale()
     where = Where()
-    where.add(f"{backend.id} < 0")
+    where.span(FIRST_ID, -1)
     if store_key:
         store_id = MemoryStore.objects.filter(key=store_key).values_list("pk", flat=True).first()
         if store_id is None:
             return []
-        where.add(f"{backend.id} BETWEEN %s AND %s", *store_span(store_id))
+        where.span(*store_span(store_id))
     if kind:
         where.below("kind", kind, ".")
     found = backend.find(q, where, order, limit, offset)

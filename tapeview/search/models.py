@@ -13,3 +13,15 @@ class IndexedStore(models.Model):
     )
     size = models.BigIntegerField(default=0)
     changed_at = models.DateTimeField(null=True)
+
+
+class SearchedTape(models.Model):
+    """How far a tape's entries are searchable: the search pass goes on from here, behind the offset index.
+
+    Written in the transaction that inserts the docs up to it, so a killed pass resumes where it
+    stopped; forgotten with the tape's docs when the tape is reset.
+    """
+
+    tape = models.OneToOneField("tapeview.Tape", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    offset = models.BigIntegerField(default=0)  # the byte after the last entry made searchable
+    next_pos = models.IntegerField(default=1)  # the position of the next entry to make searchable

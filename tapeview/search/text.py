@@ -73,10 +73,23 @@ def fts_body(text: str) -> str:
     return spaced_cjk(clean(text), MARK)
 
 
+class _Apart(dict):
+    """A str.translate table that sets punctuation, `_` and CJK characters apart by MARK, learnt a
+    character at a time: translate() costs a fraction of a regex substitution per match."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        self[code] = f"{MARK}{char}{MARK}" if _PUNCT.fullmatch(char) else char
+        return self[code]
+
+
+_APART = _Apart()
+
+
 def pg_body(text: str) -> str:
     """What ts_headline reads: PostgreSQL's parser would read `src/parser.py` or `a@b.c` as one
     token, so punctuation is set apart too, by the same marker."""
-    return _PUNCT.sub(f"{MARK}\\1{MARK}", clean(text))
+    return clean(text).translate(_APART)
 
 
 def pg_words(text: str) -> str:

@@ -13,7 +13,8 @@ from memory_admin.models import MemoryStore
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Anchor, Tape
 
-from . import engine
+from . import catchup, engine
+from .backends import CANDIDATES
 from .forms import KINDS, ROLES, SearchForm
 
 PAGE_SIZE = 50
@@ -27,8 +28,9 @@ def search(request: HttpRequest) -> HttpResponse:
 
     Template `search/search.html`, context: `hits` (a page of them, each with the entries that
     repeat it in `copies`), `sessions` (the same hits by tape, with each tape's `count` of matching
-    entries) and `count` (of every matching entry). htmx gets its partial `#results`, or `#search`
-    (the filters with the results) when a change of tab or tape changes the filters themselves.
+    entries), `count` (of every matching entry) and `behind` (entries indexed but not yet searchable).
+    htmx gets its partial `#results`, or `#search` (the filters with the results) when a change of
+    tab or tape changes the filters themselves.
     """
     form = SearchForm(request.GET)
     hits: list = []
@@ -37,6 +39,7 @@ def search(request: HttpRequest) -> HttpResponse:
         q, order = form.cleaned_data["q"], form.current_order()
         window = {"order": order, "limit": PAGE_SIZE + 1, "offset": form.offset(PAGE_SIZE)}
         discovery.sync_if_stale()  # Bub memory zones are found through the tape index too
+        catchup.catch_up_unwatched()
         if form.current_tab() == "memory":
             hits = engine.search_memory(q, **form.memory_filters(), **window)
         else:
@@ -50,6 +53,8 @@ def search(request: HttpRequest) -> HttpResponse:
         "hits": hits[:PAGE_SIZE],
         "sessions": _by_session(hits[:PAGE_SIZE], count) if count is not None else [],
         "count": count,
+        "candidates": CANDIDATES,
+        "behind": catchup.lag(),
         "page": page,
         "has_next": len(hits) > PAGE_SIZE,
         "kinds": KINDS,

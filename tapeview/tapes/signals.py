@@ -18,3 +18,12 @@ tape_reset = Signal()
 # An index run over these sources has finished (`tapeview index`, `tapeview serve` at start).
 # Arguments: specs (list of tapeview.sources.SourceSpec).
 sources_indexed = Signal()
+
+# The indexer has read everything it was told of, and a listener may do its own follow-up work
+# (search makes the new entries searchable) for at most `budget` seconds (None: until done).
+# Arguments: budget (float | None).
+indexer_idle = Signal()
+
+# Asked, not told: how many indexed entries are not searchable yet, per source. A listener answers
+# with a dict {source label: entries}; none listening (no search app) means none behind.
+search_lag = Signal()

@@ -31,6 +31,7 @@ def run_index(specs: list, stdout) -> discovery.SyncReport:
     # The memory app brings its stores up to date too: a version seen now is kept, so history
     # survives the agent's rewrites.
     signals.sources_indexed.send(sender=discovery.SyncReport, specs=specs)
+    signals.indexer_idle.send(sender=discovery.SyncReport, budget=None)  # search catches up: until done
     for problem in report.problems:
         stdout.write(f"problem: {problem}")
     stdout.write(f"{report.tapes} tapes, {report.indexed} indexed, {report.removed} gone")

@@ -1,0 +1,211 @@
+"""The search pass: tape entries made searchable behind the offset index, read again from the files.
+
+Indexing a tape (tapes.index) is parsing and a row per entry; tokenising the text costs several times
+that, so it is a second pass, run by the background indexer when it has nothing else to do, by
+`tapeview index` when it is done, by the search page where no indexer runs, and at once for a small
+append. Each tape's progress (SearchedTape) is committed with each batch of docs: a killed pass goes on
+where it stopped, and a doc's id (tape << 32 | pos) is its place, so nothing is ever there twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+
+from tapeview.sources import Entry, TapeNotFound, reader
+from tapeview.tapes import discovery
+from tapeview.tapes.models import Tape
+
+from . import backends
+from .docs import LAST_POS, SHIFT, date_text, fetch, tags, tape_span
+from .models import SearchedTape
+from .text import entry_text
+
+log = logging.getLogger("tapeview.search")
+Engine = backends.SQLite | backends.PostgreSQL
+
+# Entries per transaction: the write lock is held while they are tokenised (a few hundred ms), and
+# FTS5 writes a segment per commit, so fewer, larger batches cost less to write and to merge.
+BATCH = 5000
+BATCH_BYTES = 16_000_000  # ...or this many bytes of the file, whichever comes first
+PAGE_BUDGET = 2.0  # seconds a search request may spend catching up where no background indexer runs
+ANALYZE_AFTER = 100_000  # docs made in one pass after which PostgreSQL's statistics are renewed
+
+# Bub writes the whole system prompt again for every LLM call (formats/bub.md §2.1): most of a
+# tape's bytes. A prompt identical to the tape's previous one is indexed once, where it first
+# appears; later copies keep only their kind. Per process, so a restart indexes one copy again.
+_last_system: dict[int, int] = {}
+
+
+class Overtaken(Exception):
+    """The tape was reset, or another pass went further, since this batch was read: it is dropped."""
+
+
+def catch_up(budget: float | None = None) -> int:
+    """Make every indexed entry searchable; stop after `budget` seconds (at the end of a batch, and
+    after one batch at least). Returns how many entries were made searchable."""
+    backend = backends.current()
+    if backend is None:
+        return 0
+    deadline = None if budget is None else time.monotonic() + budget
+    made = 0
+    for tape in behind():
+        made += catch_up_tape(tape, deadline)
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+    if made >= ANALYZE_AFTER:
+        backend.analyze()
+    return made
+
+
+def catch_up_unwatched(budget: float = PAGE_BUDGET) -> int:
+    """Where no background indexer beats (tests, a lone `tapeview runserver`), the page that asks
+    catches up itself, for at most `budget` seconds; the indexer does it where it runs."""
+    if discovery.watcher() is not None or not lag():
+        return 0
+    return catch_up(budget)
+
+
+def _behind_sql(columns: str) -> str:
+    """Over the tapes whose indexed entries are not all searchable (`n`: how many are not)."""
+    return (
+        f"SELECT {columns} FROM (SELECT t.id, t.source, t.next_pos - COALESCE(s.next_pos, 1) AS n "
+        f"FROM {Tape._meta.db_table} t LEFT JOIN {SearchedTape._meta.db_table} s ON s.tape_id = t.id) AS lag "
+        "WHERE n > 0"
+    )
+
+
+def lag() -> int:
+    """Entries indexed but not yet searchable, over every tape."""
+    return int(fetch(_behind_sql("COALESCE(SUM(n), 0)"), [])[0][0])
+
+
+def lag_by_source() -> dict[str, int]:
+    """Entries indexed but not yet searchable, per source."""
+    return {source: int(n) for source, n in fetch(_behind_sql("source, SUM(n)") + " GROUP BY source", [])}
+
+
+def lag_asked(sender: object, **kwargs: object) -> dict[str, int]:
+    return lag_by_source()
+
+
+def behind() -> Iterator[Tape]:
+    """The tapes whose indexed entries are not all searchable, the smallest lag first: small tapes
+    (fresh sessions) become searchable before the pass settles into a big one."""
+    ids = [tape_id for (tape_id,) in fetch(_behind_sql("id") + " ORDER BY n, id", [])]
+    found = Tape.objects.in_bulk(ids)
+    for tape_id in ids:
+        if tape_id in found:
+            yield found[tape_id]
+
+
+def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
+    """Make a tape's indexed entries searchable, in batches, each committed with the progress it makes;
+    stop after a batch once `deadline` (time.monotonic) has passed. Returns the entries made searchable."""
+    backend = backends.current()
+    try:
+        mark, _ = SearchedTape.objects.get_or_create(tape_id=tape.pk)
+    except IntegrityError:  # the tape was deleted meanwhile
+        return 0
+    made = 0
+    try:
+        for batch in _batches(_unsearched(tape, mark)):
+            _commit(backend, tape, mark, batch)
+            made += len(batch)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+    except Overtaken:
+        pass
+    except (TapeNotFound, OSError) as exc:  # gone or replaced since it was indexed: the indexer will see
+        log.info("search pass: %s: %s", tape.path, exc)
+    return made
+
+
+def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Entry]:
+    """The entries of the offset index that are not searchable yet, read from the file: from the
+    mark on for an append-only tape, else the file again from its start."""
+    if tape.append_only:
+        if tape.inode is not None and os.stat(tape.path).st_ino != tape.inode:
+            return  # replaced: the indexer resets the tape, and its search progress with it
+        entries: Iterable[Entry] = reader(tape.kind).scan(Path(tape.path), mark.offset, mark.next_pos)
+    else:
+        entries = reader(tape.kind).scan(Path(tape.path))
+    for e in entries:
+        if e.pos >= tape.next_pos:
+            return  # not in the offset index yet: a page could not show it
+        if e.pos >= mark.next_pos:
+            yield e
+
+
+def _batches(entries: Iterable[Entry]) -> Iterator[list[Entry]]:
+    batch: list[Entry] = []
+    size = 0
+    for e in entries:
+        batch.append(e)
+        size += e.length
+        if len(batch) >= BATCH or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _commit(backend: Engine, tape: Tape, mark: SearchedTape, batch: list[Entry]) -> None:
+    """A batch's docs and the progress they make, in one transaction, or neither."""
+    last = batch[-1]
+    offset, next_pos = last.offset + last.length, last.pos + 1
+    with transaction.atomic():
+        moved = SearchedTape.objects.filter(tape_id=tape.pk, offset=mark.offset, next_pos=mark.next_pos)
+        if not moved.update(offset=offset, next_pos=next_pos):
+            raise Overtaken
+        if not Tape.objects.filter(pk=tape.pk, inode=tape.inode, next_pos__gte=next_pos).exists():
+            raise Overtaken
+        backend.insert(entry_rows(backend, tape, batch))
+    mark.offset, mark.next_pos = offset, next_pos
+
+
+def entry_rows(backend: Engine, tape: Tape, entries: Iterable[Entry]) -> list[tuple]:
+    tape_id, source, row = tape.pk, tape.source, backend.row
+    # Positional, in the order of docs.COLUMNS: this runs once per entry of every tape.
+    return [
+        row(
+            tape_id << SHIFT | e.pos,
+            _searchable(tape_id, e),
+            tags(source, e.kind, e.name),
+            "entry",
+            tape_id,
+            e.pos,
+            None,
+            "",
+            source,
+            e.kind,
+            e.name[:200],
+            date_text(e.date),
+        )
+        for e in entries
+        if e.pos <= LAST_POS
+    ]
+
+
+def _searchable(tape_id: int, entry: Entry) -> str:
+    text = entry_text(entry)
+    if entry.kind == "system":
+        digest = hash(text)
+        if _last_system.get(tape_id) == digest:
+            return entry.kind
+        _last_system[tape_id] = digest
+    return text
+
+
+def forget_tape(tape_id: int) -> None:
+    """A tape's docs and its progress, gone together: the pass reads the tape again from its start."""
+    _last_system.pop(tape_id, None)
+    backend = backends.current()
+    if backend is not None:
+        backend.delete(*tape_span(tape_id))
+    SearchedTape.objects.filter(tape_id=tape_id).delete()

@@ -1,0 +1,135 @@
+"""What a search doc is to a query: the row a match reads as, the filters, and the tags they match by.
+
+A doc's id says what it is: tape_id << 32 | pos for an entry, -(store_id << 32 | n) for a memory
+item, so a tape's docs (or a phase of them) are one id range, which both engines find by index.
+Filters that many docs share (kind, source, role) are tags: tokens of the full-text index itself,
+so a filtered query is one walk of the index, newest first, and never reads a row it then drops.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from django.db import connection
+
+COLUMNS = "doc, tape_id, pos, store_id, item, source, kind, name, date"
+FIRST_ID, LAST_ID = -(1 << 63), (1 << 63) - 1
+SHIFT = 32
+LAST_POS = (1 << SHIFT) - 1
+
+
+def tape_span(tape_id: int, first: int = 0, last: int = LAST_POS) -> tuple[int, int]:
+    return tape_id << SHIFT | first, tape_id << SHIFT | min(last, LAST_POS)
+
+
+def store_span(store_id: int) -> tuple[int, int]:
+    return -(store_id << SHIFT | LAST_POS), -(store_id << SHIFT)
+
+
+@dataclass
+class Found:
+    """One matching doc as the table holds it."""
+
+    id: int
+    doc: str
+    tape_id: int | None
+    pos: int | None
+    store_id: int | None
+    item: str
+    source: str
+    kind: str
+    name: str
+    date: str
+    score: float
+
+
+@functools.cache  # few values (kinds, sources, roles), met once per entry
+def tag(field: str, value: str) -> str:
+    """The token a doc carries for a filter value: letters and digits only, so both tokenizers keep it
+    whole, and no word of a query (folded, never starting `zz`) is ever one of them."""
+    return f"zz{field}" + hashlib.blake2b(value.encode(), digest_size=6).hexdigest()
+
+
+def tags(source: str, kind: str, name: str) -> list[str]:
+    """The tags of a doc: its source, its kind, and a message's role."""
+    found = [tag("s", source), tag("k", kind)]
+    if kind == "message":
+        found.append(tag("r", name))
+    return found
+
+
+class Where:
+    """The filters of a query: an id range and tags (both answered by the full-text index), and SQL
+    conditions on the other columns with %s placeholders, and their values."""
+
+    def __init__(self) -> None:
+        self.first, self.last = FIRST_ID, LAST_ID
+        self.tags: list[tuple[str, ...]] = []  # each: one of these tags
+        self.conditions: list[str] = []
+        self.params: list[object] = []
+
+    def add(self, condition: str, *params: object) -> None:
+        self.conditions.append(condition)
+        self.params.extend(params)
+
+    def span(self, first: int, last: int) -> None:
+        """Only the docs with an id from `first` to `last`."""
+        self.first, self.last = max(self.first, first), min(self.last, last)
+
+    def tagged(self, field: str, *values: str) -> None:
+        """Only the docs tagged with one of these values of a field."""
+        self.tags.append(tuple(tag(field, v) for v in values))
+
+    def narrowed(self, first: int, last: int) -> Where:
+        """These filters within an id range, leaving these as they are."""
+        where = Where()
+        where.first, where.last, where.tags = self.first, self.last, self.tags
+        where.conditions, where.params = self.conditions, self.params
+        where.span(first, last)
+        return where
+
+    def below(self, column: str, value: str, separators: str) -> None:
+        """`column` is `value`, or starts with `value` and one of the separators."""
+        escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        likes = [f"{column} LIKE %s ESCAPE '\\'" for _ in separators]
+        self.add(f"({column} = %s OR {' OR '.join(likes)})", value, *(escaped + s + "%" for s in separators))
+
+    def dates(self, since: date | None, until: date | None) -> None:
+        """A date bounds whole days (UTC); a datetime bounds to the moment; both ends are included."""
+        if since:
+            self.add("date >= %s", _moment(since))
+        if until:
+            end = until + (timedelta(microseconds=1) if isinstance(until, datetime) else timedelta(days=1))
+            self.add("date <> '' AND date < %s", _moment(end))
+
+    @property
+    def sql(self) -> str:
+        return " AND ".join(self.conditions) or "1 = 1"
+
+
+def date_text(value: datetime | None) -> str:
+    """A date as text that sorts in time order (UTC, ISO 8601 without the offset); "" for an unknown time.
+
+    isoformat() leaves out zero microseconds; the shorter text still sorts first, as it should.
+    """
+    if value is None:
+        return ""
+    text = value.isoformat()
+    if text.endswith("+00:00"):  # the common case, and the cheap one
+        return text[:-6]
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat()
+
+
+def _moment(value: date) -> str:
+    if isinstance(value, datetime):
+        return date_text(value if value.tzinfo else value.replace(tzinfo=UTC))
+    return value.isoformat()
+
+
+def fetch(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

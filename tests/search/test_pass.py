@@ -1,0 +1,133 @@
+"""The search pass behind the offset index: a big batch is made searchable later, resumably, and the
+lag is shown until it is; ranking is bounded to the newest matches."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from tapeview.search import backends, catchup, engine
+from tapeview.tapes import discovery
+from tapeview.tapes.models import Tape
+
+pytestmark = pytest.mark.django_db
+
+N = 2600  # more than the indexer's small increment (feed.SMALL) and than two of the pass's batches here
+
+
+@pytest.fixture
+def big(served, monkeypatch) -> Tape:
+    """A Bub tape of N messages, entry n saying `w<n>` and, every one of them, `common`."""
+    monkeypatch.setattr(catchup, "BATCH", 1000)
+    lines = [
+        json.dumps(
+            {
+                "id": n,
+                "kind": "message",
+                "payload": {"role": "user", "content": f"entry w{n} common"},
+                "meta": {},
+                "date": f"2026-01-{1 + n % 28:02d}T10:00:00+00:00",
+            }
+        )
+        for n in range(1, N + 1)
+    ]
+    (served["samples"] / "big.jsonl").write_text("\n".join(lines) + "\n")
+    discovery.sync()
+    return Tape.objects.get(source="samples", name="big")
+
+
+def behind(reader) -> dict[str, int]:
+    return {s["label"]: s["search_behind"] for s in reader.get("/api/sources").json()["items"]}
+
+
+def hits_of(q: str, tape: Tape) -> list[int]:
+    return sorted(h.pos for h in engine.search(q, tape_key=tape.key, limit=100))
+
+
+def test_a_big_batch_is_searchable_after_the_pass_and_api_sources_counts_down(big, reader):
+    assert hits_of("w2000", big) == []
+    assert behind(reader)["samples"] == N
+    assert behind(reader)["home"] == 0
+    assert catchup.catch_up(budget=0) == catchup.BATCH  # a budget spent: it stops after a batch
+    assert behind(reader)["samples"] == N - catchup.BATCH
+    assert catchup.catch_up() == N - catchup.BATCH
+    assert behind(reader)["samples"] == 0
+    assert hits_of("w2000", big) == [2000]
+
+
+def test_a_pass_killed_mid_way_resumes_with_no_doubles_and_nothing_missing(big, monkeypatch):
+    made = catchup.entry_rows
+    calls = []
+
+    def dies_in_the_second_batch(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return made(*args)
+
+    monkeypatch.setattr(catchup, "entry_rows", dies_in_the_second_batch)
+    with pytest.raises(RuntimeError):
+        catchup.catch_up()
+    assert catchup.lag() == N - catchup.BATCH  # the first batch stays, with its progress
+    monkeypatch.setattr(catchup, "entry_rows", made)
+    assert catchup.catch_up() == N - catchup.BATCH
+    assert catchup.lag() == 0
+    assert engine.count("common", tape_key=big.key).total == N
+    for n in (1, catchup.BATCH, catchup.BATCH + 1, 2 * catchup.BATCH + 1, N):
+        assert hits_of(f"w{n}", big) == [n]
+
+
+def test_a_reset_tape_is_made_searchable_again_from_its_start(big):
+    catchup.catch_up()
+    path = Path(big.path)
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:10]))  # shrunk: the tape is reset
+    discovery.sync()
+    catchup.catch_up()
+    assert hits_of("w2000", big) == []
+    assert engine.count("common", tape_key=big.key).total == 10
+
+
+def test_a_common_word_is_ranked_among_the_newest_matches_and_still_paged(big, monkeypatch):
+    catchup.catch_up()
+    monkeypatch.setattr(backends, "CANDIDATES", 100)
+    monkeypatch.setattr(engine, "WINDOW", 50)
+    first = engine.search("common", tape_key=big.key, limit=10)
+    assert len(first) == 10
+    assert all(h.pos > N - 100 for h in first)  # ranked among the newest 100 matches only
+    deep = engine.search("common", tape_key=big.key, limit=10, offset=300)
+    assert len(deep) == 10 and all(h.pos <= N - 100 for h in deep)  # past them, a page still comes
+    assert engine.count("common").total == N  # counting is not bounded by the candidates
+    assert hits_of("w1", big) == [1]  # the oldest entry, found by a rare word
+    assert [h.pos for h in engine.search("common w7", kinds=["message"], source="samples")] == [7]
+    assert engine.search("common", kinds=["anchor"], tape_key=big.key) == []
+
+
+def test_the_search_page_says_how_many_entries_are_not_yet_searchable(big, viewer_client):
+    discovery.beat()  # a background indexer is alive: pages leave the pass to it
+    page = viewer_client.get(reverse("search:search"), {"q": "common"}).content.decode()
+    assert f"{N} entries not yet searchable" in page
+    catchup.catch_up()
+    page = viewer_client.get(reverse("search:search"), {"q": "common"}).content.decode()
+    assert "not yet searchable" not in page
+    assert "Ranked among the newest 2000 matching entries" in page
+
+
+def test_without_a_background_indexer_a_search_catches_up_itself(big, reader):
+    body = reader.get("/api/search", q="w2500").json()
+    assert [(i["tape_id"], i["pos"]) for i in body["items"]] == [(big.key, 2500)]
+    assert behind(reader)["samples"] == 0
+
+
+def test_tapeview_index_leaves_every_entry_searchable(big, reader):
+    with open(big.path, "a") as f:
+        f.write(
+            json.dumps({"id": N + 1, "kind": "message", "payload": {"content": "zebra"}, "meta": {}}) + "\n"
+        )
+    call_command("index", stdout=io.StringIO())
+    assert behind(reader) == {"home": 0, "samples": 0}
+    assert hits_of("zebra", big) == [N + 1]
