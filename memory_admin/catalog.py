@@ -8,9 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
+from django.conf import settings
+
 from tapeview.sources import SourceSpec, paths
-from tapeview.tapes.discovery import configured_sources
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import rows as index_rows
+from tapeview.tapes.discovery import configured_sources, this_host
+from tapeview.tapes.models import Tape
+from tapeview.tapes.rows import Match
 
 from .models import MemoryStore
 from .stores import araliya_kv, bub_zone, nanobot_memory, yachiyo_memory
@@ -25,12 +29,22 @@ DISCOVERERS: dict[str, ModuleType] = {
 }
 
 
-def store_key(source: str, kind: str, rel: str) -> str:
-    return hashlib.blake2b(f"{source}\0{kind}\0{rel}".encode(), digest_size=8).hexdigest()
+def store_key(host: str, source: str, kind: str, rel: str) -> str:
+    # Rows found before hosts existed keep the key they had: a row is found by its place, not its key.
+    return hashlib.blake2b(f"{host}\0{source}\0{kind}\0{rel}".encode(), digest_size=8).hexdigest()
 
 
 def sync_stores(specs: list[SourceSpec] | None = None) -> None:
-    """Bring the list of memory stores up to date with the sources and the tape index."""
+    """Bring the memory stores of these sources (default: the configured ones) up to date with their
+    files and the tape index.
+
+    Only the stores of this host's sources named here are dropped when gone: another host's, or a
+    source this run does not cover (`tapeview index A` beside B), keep their rows and the history
+    of versions that goes with them. Without sources it is a page's look at the files, which a
+    web tier that leaves the index to another process skips (TAPEVIEW_WEB_INDEXES).
+    """
+    if specs is None and not settings.TAPEVIEW_WEB_INDEXES:
+        return
     specs = configured_sources() if specs is None else specs
     seen: set[str] = set()
     for spec in specs:
@@ -45,7 +59,8 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
             # The path policy of the sources: a memory file that leads out of them is not read.
             if any(paths.refusal(root, ref.path) is None for root in roots):
                 seen.add(_upsert(spec.label, ref, tape).key)
-    MemoryStore.objects.exclude(key__in=seen).delete()
+    covered = MemoryStore.objects.filter(host=this_host(), source__in=[spec.label for spec in specs])
+    covered.exclude(key__in=seen).delete()
 
 
 def _roots(spec: SourceSpec) -> list[Path]:
@@ -56,9 +71,8 @@ def _roots(spec: SourceSpec) -> list[Path]:
 
 def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:
     """A store per tape whose memory zone is in the tape itself or in its memory sidecar."""
-    holders = Tape.objects.filter(
-        source=source, pk__in=EntryRow.objects.filter(kind="anchor", name="memory/seal").values("tape")
-    )
+    sealed = index_rows.everywhere(Match(kinds=("anchor",), names=("memory/seal",)))
+    holders = sealed.filter(host=this_host(), source=source)
     chosen: dict[int, tuple[Tape, Tape]] = {}
     for holder in holders.select_related("owner").order_by("pk"):
         tape = holder.owner if holder.role == "sidecar" and holder.owner else holder
@@ -72,8 +86,11 @@ def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:
 
 
 def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
-    key = store_key(source, ref.kind, ref.key)
-    store = MemoryStore.objects.filter(key=key).first() or MemoryStore(key=key, source=source, kind=ref.kind)
+    host = this_host()
+    place = {"host": host, "source": source, "kind": ref.kind, "rel": ref.key}
+    store = MemoryStore.objects.filter(**place).first() or MemoryStore(
+        key=store_key(host, source, ref.kind, ref.key), **place
+    )
     store.rel, store.path, store.title, store.owner = ref.key, str(ref.path), ref.title, ref.owner
     store.editable, store.note, store.tape = ref.editable, ref.note, tape
     seen = (store.size, store.changed_at)

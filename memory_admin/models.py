@@ -13,6 +13,7 @@ class MemoryStore(models.Model):
     """One memory store of a source (derived: rebuilt from the files like the tape index)."""
 
     key = models.CharField(max_length=32, unique=True)  # opaque, URL-safe id
+    host = models.CharField(max_length=255, db_index=True, default="")  # as Tape.host
     source = models.CharField(max_length=100, db_index=True)
     kind = models.CharField(max_length=40)  # bub.zone, nanobot.memory, yachiyo.memory, araliya.kv, ...
     rel = models.CharField(max_length=1000)  # the store's place within the source
@@ -28,7 +29,9 @@ class MemoryStore(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["source", "kind", "rel"], name="store_source_kind_rel")
+            models.UniqueConstraint(
+                fields=["host", "source", "kind", "rel"], name="store_host_source_kind_rel"
+            )
         ]
 
     def __str__(self) -> str:

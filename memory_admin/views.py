@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
@@ -229,8 +230,9 @@ def busy_page(request: HttpRequest, store: MemoryStore, busy: TapeBusy) -> HttpR
 def zone_of_tape(request: HttpRequest, key: str) -> HttpResponse:
     """The memory zone of a tape: the store page of that zone."""
     tape = get_object_or_404(Tape, key=key)
-    index.refresh(tape)
-    sync_stores()
+    if settings.TAPEVIEW_WEB_INDEXES:  # else another process keeps the index (serve --no-index)
+        index.refresh(tape)
+        sync_stores()
     store = MemoryStore.objects.filter(kind__in=BubZone.names, tape=tape).first()
     if store is None:
         raise Http404("this tape has no memory zone")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from datetime import timedelta
 
 import dj_database_url
@@ -56,6 +57,14 @@ TAPEVIEW_QUIET_SECONDS = env_float("TAPEVIEW_QUIET_SECONDS", 1.5)
 TAPEVIEW_STOPPED_SECONDS = env_float("TAPEVIEW_STOPPED_SECONDS", 600)
 # A page re-checks the files at most this often (seconds).
 TAPEVIEW_REFRESH_SECONDS = env_float("TAPEVIEW_REFRESH_SECONDS", 2)
+# The name this host's tapes and memory stores carry in the index: in a fleet, each agent host
+# indexes its own sources into one central database, and removes only its own rows.
+TAPEVIEW_HOST = os.environ.get("TAPEVIEW_HOST", "").strip() or socket.gethostname()
+if len(TAPEVIEW_HOST) > 255:
+    raise ImproperlyConfigured(f"TAPEVIEW_HOST={TAPEVIEW_HOST[:40]!r}...: at most 255 characters")
+# False for a web tier that trusts another process (`tapeview index --watch`) with the index:
+# its pages neither scan the sources nor index a tape (`tapeview serve --no-index` sets it).
+TAPEVIEW_WEB_INDEXES = env_bool("TAPEVIEW_WEB_INDEXES", True)
 
 
 def env_windows(name: str) -> dict[str, int]:

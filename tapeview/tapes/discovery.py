@@ -36,8 +36,17 @@ def configured_sources() -> list[SourceSpec]:
     ]
 
 
-def tape_key(source: str, rel: str) -> str:
-    return hashlib.blake2b(f"{source}\0{rel}".encode(), digest_size=8).hexdigest()
+def tape_key(source: str, rel: str, host: str | None = None) -> str:
+    """A tape's key: the same file of the same source on another host is another tape.
+
+    (Rows indexed before hosts existed keep the key they had: stored, never recomputed.)
+    """
+    host = settings.TAPEVIEW_HOST if host is None else host
+    return hashlib.blake2b(f"{host}\0{source}\0{rel}".encode(), digest_size=8).hexdigest()
+
+
+def this_host() -> str:
+    return settings.TAPEVIEW_HOST
 
 
 @dataclass
@@ -51,7 +60,8 @@ class SyncReport:
 def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = None) -> SyncReport:
     """Discover every tape of the sources, drop the gone ones, index what changed.
 
-    A tape that another request or process is indexing is left to it (see index.refresh).
+    A tape that another request or process is indexing is left to it (see index.refresh). Only
+    this host's rows are touched: other hosts of a fleet keep theirs in the same database.
     """
     report = SyncReport()
     specs = list(configured_sources() if specs is None else specs)
@@ -67,7 +77,7 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
             report.tapes += 1
             if refresh(tape, progress):
                 report.indexed += 1
-    Tape.objects.exclude(source__in=[s.label for s in specs]).delete()
+    Tape.objects.filter(host=this_host()).exclude(source__in=[s.label for s in specs]).delete()
     return report
 
 
@@ -89,6 +99,7 @@ def discover(spec: SourceSpec) -> tuple[list[Tape], int, list[Refusal], dict[str
 
 def record_sizes(source: str, sizes: dict[str, int]) -> None:
     SourceSize.objects.update_or_create(
+        host=this_host(),
         source=source,
         defaults={"files": len(sizes), "total_bytes": sum(sizes.values()), "seen_at": timezone.now()},
     )
@@ -104,7 +115,7 @@ def source_files(spec: SourceSpec) -> tuple[list[TapeFile], list[Refusal]]:
 def pending_bytes(specs: Iterable[SourceSpec]) -> int:
     """How many bytes an index run would read (for a progress bar)."""
     total = 0
-    known = {(t.source, t.rel): t for t in Tape.objects.all()}
+    known = {(t.source, t.rel): t for t in Tape.objects.filter(host=this_host())}
     for spec in specs:
         for f in source_files(spec)[0]:
             try:
@@ -124,8 +135,8 @@ def sync_if_stale() -> None:
     """A page's cheap refresh: at most once per TAPEVIEW_REFRESH_SECONDS, and never waiting."""
     global _last_sync
     now = time.monotonic()
-    if now - _last_sync < settings.TAPEVIEW_REFRESH_SECONDS:
-        return
+    if not settings.TAPEVIEW_WEB_INDEXES or now - _last_sync < settings.TAPEVIEW_REFRESH_SECONDS:
+        return  # (a web tier of a fleet: another process keeps the index, pages only read it)
     if watcher() is not None:
         _last_sync = now  # the watcher keeps every source indexed: pages only read the index
         return
@@ -141,8 +152,8 @@ def sync_if_stale() -> None:
 
 
 def watcher() -> Indexer | None:
-    """The running watcher's heartbeat, or None when no watcher has beaten lately."""
-    return Indexer.objects.filter(pk=1, beat_at__gte=timezone.now() - BEAT_STALE).first()
+    """This host's running watcher's heartbeat, or None when none has beaten lately."""
+    return Indexer.objects.filter(host=this_host(), beat_at__gte=timezone.now() - BEAT_STALE).first()
 
 
 def beat(*, started: bool = False, passed: bool = False, mode: str = "") -> None:
@@ -155,17 +166,18 @@ def beat(*, started: bool = False, passed: bool = False, mode: str = "") -> None
         fields["pass_at"] = now
     if mode:
         fields["mode"] = mode
-    if not Indexer.objects.filter(pk=1).update(**fields):
-        Indexer.objects.get_or_create(pk=1, defaults={"started_at": now, **fields})
+    if not Indexer.objects.filter(host=this_host()).update(**fields):
+        Indexer.objects.get_or_create(host=this_host(), defaults={"started_at": now, **fields})
 
 
 def stop_beating() -> None:
     """A watcher that stops says so: pages look at the files themselves again at once."""
-    Indexer.objects.filter(pk=1, pid=os.getpid()).update(beat_at=None)
+    Indexer.objects.filter(host=this_host(), pid=os.getpid()).update(beat_at=None)
 
 
 def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
-    existing = {t.rel: t for t in Tape.objects.filter(source=spec.label)}
+    host = this_host()
+    existing = {t.rel: t for t in Tape.objects.filter(host=host, source=spec.label)}
     tapes = {}
     for f in files:
         # What discovery owns of a tape's row (with label and owner); the indexer owns the rest.
@@ -181,9 +193,10 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
         if tape is None:
             # Another request may be adding the same file right now: whichever row wins is the tape.
             tape, _ = Tape.objects.get_or_create(
+                host=host,
                 source=spec.label,
                 rel=f.key,
-                defaults={"key": tape_key(spec.label, f.key), "label": f.label or f.name, **seen},
+                defaults={"key": tape_key(spec.label, f.key, host), "label": f.label or f.name, **seen},
             )
         changed = {name: value for name, value in seen.items() if getattr(tape, name) != value}
         if f.label and tape.label != f.label:
@@ -208,5 +221,5 @@ def _update(tape: Tape, **fields: object) -> None:
 
 
 def _remove_gone(source: str, keys: set[str]) -> int:
-    deleted, _ = Tape.objects.filter(source=source).exclude(rel__in=keys).delete()
-    return deleted
+    _, deleted = Tape.objects.filter(host=this_host(), source=source).exclude(rel__in=keys).delete()
+    return deleted.get(Tape._meta.label, 0)  # the tapes, not their entry rows and anchors

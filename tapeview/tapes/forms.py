@@ -16,6 +16,7 @@ from .timeline import ONLY
 COLUMNS = [
     ("label", "Session"),
     ("source", "Source"),
+    ("host", "Host"),  # shown only when the index holds more than one host
     ("entries", "Entries"),
     ("anchors", "Anchors"),
     ("last_anchor", "Last anchor"),
@@ -30,6 +31,7 @@ COLUMNS = [
 SORTS = {
     "label": "label",
     "source": "source",
+    "host": "host",
     "entries": "entries",
     "anchors": "anchors",
     "last_anchor": "last_anchor",
@@ -54,6 +56,7 @@ PHASE_COLUMNS = [
 class TapeListForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
     source = forms.CharField(required=False, max_length=100)
+    host = forms.CharField(required=False, max_length=255)
     kind = forms.ChoiceField(required=False, choices=[("", "all kinds"), *((k, k) for k in KINDS)])
     # `?errors=1`: only the sessions with an error. Read as text so that `?errors=0` means no (a
     # checkbox widget reads any text as yes); the template draws its checkbox itself.
@@ -62,7 +65,7 @@ class TapeListForm(forms.Form):
     page = forms.IntegerField(required=False, min_value=1)
 
     # Text sorts A to Z on the first click; figures and times the largest and newest first.
-    TEXT_COLUMNS = ("label", "source", "last_anchor")
+    TEXT_COLUMNS = ("label", "source", "host", "last_anchor")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -86,11 +89,16 @@ class TapeListForm(forms.Form):
         expr = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
         return [expr, "label"]
 
-    def columns(self) -> list[tuple[str, str, str, str]]:
-        """Each column's key, the sort its link asks for (a second click reverses), its title, its state."""
+    def columns(self, *, hosts: bool = False) -> list[tuple[str, str, str, str]]:
+        """Each column's key, the sort its link asks for (a second click reverses), its title, its state.
+
+        The host column only with `hosts`: an index of one host looks as it did before fleets.
+        """
         sort = self.current_sort()
         out = []
         for key, title in COLUMNS:
+            if key == "host" and not hosts:
+                continue
             first = key if key in self.TEXT_COLUMNS else f"-{key}"
             reverse = f"-{key}" if first == key else key
             link = reverse if sort == first else first
@@ -101,7 +109,7 @@ class TapeListForm(forms.Form):
     def saved_query(self) -> str:
         """The known parameters of this filter and sort as a query string (no page): what a view saves."""
         data = self.cleaned_data
-        params = {name: data.get(name) for name in ("q", "source", "kind", *NARROWINGS)}
+        params = {name: data.get(name) for name in ("q", "source", "host", "kind", *NARROWINGS)}
         params["errors"] = 1 if data.get("errors") else None
         params["sort"] = self.current_sort() if self.current_sort() != "-last" else None
         return urlencode({name: value for name, value in params.items() if value not in (None, "")})

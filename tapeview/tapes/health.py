@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from tapeview.sources import Refusal, SourceSpec, undetected, unread_folders
 
-from .discovery import configured_sources, source_files, sync_if_stale, watcher
+from .discovery import configured_sources, source_files, sync_if_stale, this_host, watcher
 from .models import Indexer, SourceSize, Tape
+from .signals import search_lag
 
 
 @dataclass
@@ -28,8 +29,7 @@ class SourceHealth:
     unread: list[Refusal] = field(default_factory=list)  # subfolders not read, and why
     indexed_bytes: int = 0
     total_bytes: int = 0
-    # Entries indexed but not yet searchable: 0 by construction, since an entry's search doc is
-    # written in the transaction that indexes it (tapes.index._flush sends entries_indexed there).
+    # Entries indexed but not yet searchable: the search pass runs behind the offset index.
     search_behind: int = 0
 
     @property
@@ -79,9 +79,12 @@ def progress() -> dict[str, tuple[int, int]]:
     read = Case(When(indexing_until__gte=timezone.now(), then=F("indexed_offset")), default=F("size"))
     indexed = {
         row["source"]: row["indexed"] or 0
-        for row in Tape.objects.values("source").order_by().annotate(indexed=Sum(read))
+        for row in Tape.objects.filter(host=this_host())
+        .values("source")
+        .order_by()
+        .annotate(indexed=Sum(read))
     }
-    seen = dict(SourceSize.objects.values_list("source", "total_bytes"))
+    seen = dict(SourceSize.objects.filter(host=this_host()).values_list("source", "total_bytes"))
     # A file that grew since it was last seen was read further than that: never past 100%.
     return {s: (indexed.get(s, 0), max(seen.get(s, 0), indexed.get(s, 0))) for s in {*indexed, *seen}}
 
@@ -95,20 +98,32 @@ def indexing() -> Indexing:
     return Indexing(sum(i for i, _ in figures), sum(t for _, t in figures), beat, done)
 
 
+def search_behind() -> dict[str, int]:
+    """Per source, the indexed entries not yet searchable, as the search app says (tapes never import it)."""
+    behind: dict[str, int] = {}
+    for _, answer in search_lag.send(sender=SourceHealth):
+        for source, n in answer.items():
+            behind[source] = behind.get(source, 0) + n
+    return behind
+
+
 def source_health() -> list[SourceHealth]:
     """Each configured source as it is now (tapes found since the last look are counted)."""
     sync_if_stale()
     figures = progress()
+    behind = search_behind()
     out = []
     for spec in configured_sources():
         found = spec.path.exists()
         health = SourceHealth(spec, found, found and os.access(spec.path, os.R_OK | os.X_OK))
-        stats = Tape.objects.filter(source=spec.label).aggregate(
+        here = Tape.objects.filter(host=this_host(), source=spec.label)
+        stats = here.aggregate(
             tapes=Count("id"), entries=Sum("entries"), unreadable=Sum("unreadable"), last=Max("indexed_at")
         )
         health.tapes, health.entries = stats["tapes"], stats["entries"] or 0
         health.unreadable, health.last_indexed = stats["unreadable"] or 0, stats["last"]
         health.indexed_bytes, health.total_bytes = figures.get(spec.label, (0, 0))
+        health.search_behind = behind.get(spec.label, 0)
         if not found:
             health.problems.append(f"{spec.path} does not exist")
         elif not health.readable:
@@ -120,7 +135,7 @@ def source_health() -> list[SourceHealth]:
         if found and health.readable:
             health.problems += [str(r) for r in source_files(spec)[1]]
             health.unread = unread_folders(spec)
-        troubled = Tape.objects.filter(source=spec.label).filter(~Q(problem="") | Q(unreadable__gt=0))
+        troubled = here.filter(~Q(problem="") | Q(unreadable__gt=0))
         for tape in troubled.order_by("label")[:20]:
             what = tape.problem or f"{tape.unreadable} unreadable line(s)"
             health.problems.append(f"{tape.label}: {what}")

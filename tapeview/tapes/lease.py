@@ -21,7 +21,7 @@ POLL = 0.05
 # is in it), so neither writer puts back an older value of a field the other one owns. Both may
 # set the label: discovery's (from the source) wins at its next sync.
 DISCOVERED = frozenset(
-    {"id", "key", "source", "kind", "rel", "path", "name", "role", "owner", "note", "append_only"}
+    {"id", "key", "host", "source", "kind", "rel", "path", "name", "role", "owner", "note", "append_only"}
 )
 LEASE_FIELDS = frozenset({"indexer", "indexing_until"})
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.conf import settings
 
 from tapeview.sources import TapeNotFound
 
@@ -38,7 +39,7 @@ class Link:
 def chain(tape: Tape) -> list[Tape]:
     """A session's tapes in lineage order: its archives oldest first (by name: time), then itself."""
     archives = sorted(tape.attachments.filter(role="archive"), key=lambda a: a.name)
-    for archive in archives:
+    for archive in archives if settings.TAPEVIEW_WEB_INDEXES else ():
         index.refresh(archive)  # an archive is written once: indexed on first sight, then a no-op
     return [*archives, tape]
 

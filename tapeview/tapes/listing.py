@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
 from tapeview.sources.spec import KNOWN_KINDS
 
@@ -43,12 +43,13 @@ def tapes(
     *,
     kind: str | None = None,
     errors: bool = False,
+    host: str | None = None,
 ) -> QuerySet[Tape]:
     """The sessions (attachments are listed with their tape) as the sources hold them now.
 
     `q` is looked for in the label, the file name and the last anchor; `source` is a label;
-    `kind` an agent family (KINDS); `errors` keeps the tapes with at least one error;
-    `narrow` gives values of the registered narrowings.
+    `kind` an agent family (KINDS); `errors` keeps the tapes with at least one error; `host` the
+    host that indexed them (a fleet's); `narrow` gives values of the registered narrowings.
     """
     discovery.sync_if_stale()
     found = Tape.objects.filter(owner__isnull=True)
@@ -56,6 +57,8 @@ def tapes(
         found = found.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
     if source:
         found = found.filter(source=source)
+    if host:
+        found = found.filter(host=host)
     if kind:
         found = found.filter(kind=kind)
     if errors:
@@ -69,6 +72,21 @@ def tapes(
 def source_labels() -> QuerySet:
     """The label of every source that has tapes, in order."""
     return Tape.objects.values_list("source", flat=True).distinct().order_by("source")
+
+
+def hosts() -> list[str]:
+    """The hosts whose tapes the index holds, in order: more than one is a fleet's central index,
+    and the pages show which host each tape is on."""
+    return list(Tape.objects.values_list("host", flat=True).distinct().order_by("host"))
+
+
+def sources_elsewhere() -> QuerySet:
+    """The sources other hosts indexed into this database (this host's are its configured ones):
+    host, source, and their tapes, entries and last indexing."""
+    others = (
+        Tape.objects.exclude(host=discovery.this_host()).values("host", "source").order_by("host", "source")
+    )
+    return others.annotate(tapes=Count("id"), entries=Sum("entries"), last_indexed=Max("indexed_at"))
 
 
 def kinds_held() -> list[str]:

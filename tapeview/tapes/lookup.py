@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404
 
 from . import index, rows
@@ -32,7 +33,8 @@ def find_tape(key: str) -> Tape:
     tape = Tape.objects.filter(key=key).first() if is_key else None
     if tape is None:
         raise NoSuchTape("no such tape")
-    index.refresh(tape)
+    if settings.TAPEVIEW_WEB_INDEXES:  # else another process keeps the index (serve --no-index)
+        index.refresh(tape)
     if tape.problem == "file missing":
         raise NoSuchTape("this tape's file is gone")
     if tape.problem.endswith(": not read"):  # the path policy refused it (see sources.paths)

@@ -9,6 +9,9 @@ class Tape(models.Model):
     """One file of a source that reads as a tape, with its statistics and how far it is indexed."""
 
     key = models.CharField(max_length=32, unique=True)  # opaque, URL-safe id
+    # The host whose source holds the file (settings.TAPEVIEW_HOST of the process that indexed it):
+    # hosts of a fleet index into one database, and each keeps only its own rows.
+    host = models.CharField(max_length=255, db_index=True, default="")
     source = models.CharField(max_length=100, db_index=True)
     kind = models.CharField(max_length=20)
     rel = models.CharField(max_length=1000)  # the file's place within the source
@@ -62,7 +65,10 @@ class Tape(models.Model):
     overflowed = models.BooleanField(default=False)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["source", "rel"], name="tape_source_rel")]
+        constraints = [
+            # Two hosts may name their sources alike: a file is one tape per host.
+            models.UniqueConstraint(fields=["host", "source", "rel"], name="tape_host_source_rel")
+        ]
         indexes = [models.Index(fields=["role", "last_at"])]
 
     def __str__(self) -> str:
@@ -149,11 +155,13 @@ class SavedView(models.Model):
 
 
 class Indexer(models.Model):
-    """The heartbeat of `tapeview index --watch` (one row): pages leave the scans to it while it beats.
+    """The heartbeat of `tapeview index --watch` (one row per host): pages leave the scans of their
+    host's sources to it while it beats (another host's watcher does not index this host's files).
 
     Derived like the index. A table rather than a cache, so every process and engine reads it alike.
     """
 
+    host = models.CharField(max_length=255, unique=True, default="")
     started_at = models.DateTimeField()
     beat_at = models.DateTimeField(null=True)  # null: stopped cleanly
     pass_at = models.DateTimeField(null=True)  # when it last completed a pass over every source
@@ -164,7 +172,11 @@ class Indexer(models.Model):
 class SourceSize(models.Model):
     """The bytes of a source's tape files as discovery or the watcher last saw them (no stat per page)."""
 
-    source = models.CharField(max_length=100, unique=True)
+    host = models.CharField(max_length=255, default="")
+    source = models.CharField(max_length=100)
     files = models.IntegerField(default=0)
     total_bytes = models.BigIntegerField(default=0)
     seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "source"], name="sourcesize_host_source")]

@@ -30,6 +30,7 @@ STEP_MS = 100  # a burst of changes is one batch once the files are this quiet..
 DEBOUNCE_MS = 1000  # ...or once it has lasted this long
 RETRY = 2.0  # seconds before watching again after an error
 POLLING_ENV = "TAPEVIEW_WATCH_POLLING"
+FOLLOW_UP = 1.0  # seconds of follow-up work (the search pass) per quiet moment: changes wait no longer
 
 
 class Watcher:
@@ -112,6 +113,7 @@ class Watcher:
     def _tick(self) -> None:
         if time.monotonic() - self.last_full >= self.full_every:
             self._guarded(self.full_pass)
+        self._guarded(lambda: signals.indexer_idle.send(sender=Watcher, budget=FOLLOW_UP))
         self._beat()
 
     def _beat(self, *_: object) -> None:
@@ -135,7 +137,10 @@ class Watcher:
             found, _, _, self.sizes[spec.label] = discovery.discover(spec)
             tapes += found
             self._beat()
-        Tape.objects.exclude(source__in=[s.label for s in self.specs]).delete()
+        # Only this host's: in a fleet, other hosts' watchers index into the same database.
+        Tape.objects.filter(host=discovery.this_host()).exclude(
+            source__in=[s.label for s in self.specs]
+        ).delete()
         # The least indexed first: a new source's tapes become readable before old ones are re-checked.
         for tape in sorted(tapes, key=lambda t: t.indexed_at is not None):
             if self.stop.is_set():
@@ -165,7 +170,7 @@ class Watcher:
                 paths.add(path)
             touched[spec.label] = (spec, paths, again or change is not Change.modified)
         for spec, paths, again in touched.values():
-            known = list(Tape.objects.filter(source=spec.label, path__in=paths))
+            known = list(Tape.objects.filter(host=discovery.this_host(), source=spec.label, path__in=paths))
             if again or len(known) < len(paths):
                 found, _, _, self.sizes[spec.label] = discovery.discover(spec)
                 known = [t for t in found if t.path in paths or t.indexed_at is None]

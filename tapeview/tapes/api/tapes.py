@@ -41,6 +41,7 @@ class SourceOut(Schema):
 
 class TapeOut(Schema):
     id: str = Field(description="opaque and URL-safe: the {id} of the tape's other endpoints")
+    host: str = Field(description="the host whose source holds the tape (its TAPEVIEW_HOST)")
     source: str
     kind: str
     role: str
@@ -86,6 +87,7 @@ class TapePageOut(Schema):
 
 class TapeFilters(PageIn):
     source: str | None = Field(None, max_length=100, pattern=TEXT)
+    host: str | None = Field(None, max_length=255, pattern=TEXT, description="only this host's tapes")
     q: str | None = Field(None, max_length=200, pattern=TEXT)
     kind: Literal[tuple(listing.KINDS)] | None = Field(None, description="an agent family")  # type: ignore[valid-type]
     errors: bool = Field(False, description="only tapes with at least one error")
@@ -117,7 +119,7 @@ router = Router(tags=["tapes"])
 
 
 def _tape_out(tape: Tape) -> dict:
-    fields = ("source", "kind", "role", "label", "entries", "unreadable", "anchors", "last_anchor")
+    fields = ("host", "source", "kind", "role", "label", "entries", "unreadable", "anchors", "last_anchor")
     more = ("first_at", "last_at", "tokens", "errors")
     return {"id": tape.key, "size_bytes": tape.size, **{f: getattr(tape, f) for f in (*fields, *more)}}
 
@@ -150,7 +152,9 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
 @router.get("/tapes", response=responses({200: TapePageOut}, 400))
 def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
     """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
-    tapes = listing.tapes(filters.q, filters.source, kind=filters.kind, errors=filters.errors)
+    tapes = listing.tapes(
+        filters.q, filters.source, kind=filters.kind, errors=filters.errors, host=filters.host
+    )
     rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
     return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import health, listing
+from .. import discovery, health, listing
 from ..forms import TapeListForm
 from ..models import SavedView, Tape
 
@@ -47,13 +47,16 @@ def tape_list(request: HttpRequest) -> HttpResponse:
         form.narrowings(),
         kind=data.get("kind"),
         errors=bool(data.get("errors")),
+        host=data.get("host"),
     )
     pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
+    hosts = listing.hosts()
     ctx = {
         "form": form,
         "page": pages.get_page(data.get("page")),
         "sort": form.current_sort(),
-        "columns": form.columns(),
+        "columns": form.columns(hosts=len(hosts) > 1),
+        "hosts": hosts if len(hosts) > 1 else [],  # one host: no host column, no host filter
         "sources": listing.source_labels(),
         "kinds": listing.KINDS,
         "kinds_held": listing.kinds_held(),
@@ -107,6 +110,9 @@ def _index(query: str) -> str:
 def source_list(request: HttpRequest) -> HttpResponse:
     """Every configured source: its kind (or that it cannot be told), health, how far it is indexed,
     problems and the subfolders it does not read. Template `tapes/source_list.html`, context
-    `sources` (SourceHealth) and `indexing` (health.Indexing: the watcher's heartbeat)."""
-    sources = health.source_health()
-    return render(request, "tapes/source_list.html", {"sources": sources, "indexing": health.indexing()})
+    `sources` (SourceHealth) and `indexing` (health.Indexing: the watcher's heartbeat); when the
+    index holds more than one host, `this_host` and `elsewhere` (listing.sources_elsewhere)."""
+    ctx = {"sources": health.source_health(), "indexing": health.indexing()}
+    if len(listing.hosts()) > 1:
+        ctx.update(this_host=discovery.this_host(), elsewhere=listing.sources_elsewhere())
+    return render(request, "tapes/source_list.html", ctx)

@@ -1,5 +1,6 @@
-"""`tapeview serve [--host H] [--port P] [SOURCE ...]`: migrate, serve the dashboard at once, and keep
-the index up to date in the background (`tapeview index --watch` in a thread)."""
+"""`tapeview serve [--host H] [--port P] [--no-index] [SOURCE ...]`: migrate, serve the dashboard at
+once, and keep the index up to date in the background (`tapeview index --watch` in a thread), or with
+--no-index leave it to another process (a web tier over a fleet's central database)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
-            "--no-index", action="store_true", help="no indexer in the background: pages index as they go"
+            "--no-index",
+            action="store_true",
+            help="serve the index only: no indexer in the background, and pages neither scan the "
+            "sources nor index a tape (another process runs `tapeview index --watch`)",
         )
         add_watch_options(parser)
 
@@ -48,7 +52,11 @@ class Command(BaseCommand):
         for spec in specs:
             self.stdout.write(f"source {spec.label}: {spec.kind} at {spec.path}")
         stop = None
-        if not no_index:
+        if no_index:
+            # Every worker thread of this process reads the same settings: pages only read the index.
+            settings.TAPEVIEW_WEB_INDEXES = False
+            self.stdout.write("not indexing: `tapeview index --watch` keeps the index up to date")
+        else:
             # Beating before the first page: no page scans the sources while the watcher starts.
             discovery.beat(started=True)
             _, stop = watcher.start_in_background(specs, full_every=full_every, polling=polling)
