@@ -62,9 +62,10 @@ lint: setup
 format: setup
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
-## bench: index a generated 200k-entry tape and compare with plain orjson parsing
-bench: setup
-	$(BIN)/python bench/index_rate.py
+## bench: the scale table (docs/performance.md) on SQLite and PostgreSQL; SCALE=1 is the issue's full size
+SCALE ?= 0.01
+bench: setup system
+	$(BIN)/python bench/scale.py --scale $(SCALE) --db both
 
 ## load: 30 signed-in users for 60 s against `tapeview serve` beside a live agent; fails on any 5xx
 load: setup

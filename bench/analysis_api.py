@@ -3,7 +3,8 @@
     python bench/analysis_api.py [--entries 20000 200000] [--runs 5] [--keep]
 
 For each size, writes a tape with bench/make_tape.py (8 handoffs, so ~10 phases at any size),
-indexes it in a throwaway TAPEVIEW_HOME (SQLite, unless TAPEVIEW_DATABASE_URL is set), then times
+indexes it in a throwaway TAPEVIEW_HOME (SQLite, unless TAPEVIEW_DATABASE_URL names a PostgreSQL
+server: then a database of its own there), then times
 GET /api/tapes/{id}/phases (the index's Anchor rows only: O(phases)) and GET /api/tapes/{id}/budget
 (the tokens the index keeps, plus a bounded read of at most the newest 2,000 entries after the last
 anchor for the suggested handoff point), and prints the median and worst of --runs calls in ms.
@@ -15,17 +16,17 @@ first estimate of a process loads the tokenizer (~1.5 s): it is warmed up before
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import suppress
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+
+from bench.harness import start_django  # noqa: E402
 
 
 def make_tape(entries: int) -> Path:
@@ -56,13 +57,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the generated tapes in bench/out/")
     args = parser.parse_args()
 
-    os.environ["TAPEVIEW_HOME"] = tempfile.mkdtemp(prefix="tapeview-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tapeview.settings"
-    import django
-
-    django.setup()
+    start_django()
     from django.conf import settings
-    from django.core.management import call_command
     from django.test import Client
 
     from tapeview.accounts import tokens
@@ -70,7 +66,6 @@ def main() -> None:
     from tapeview.tapes import discovery
     from tapeview.tapes.models import Tape
 
-    call_command("migrate", verbosity=0)
     settings.TAPEVIEW_REFRESH_SECONDS = 3600  # indexed below: no request looks at the folder again
     token = tokens.create("bench", "read")[1]
     client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -5,49 +5,26 @@
 
 Writes a tape with bench/make_tape.py (8 handoffs: the last anchor has ~1/9 of the tape after it,
 the middle one about half), indexes it in a throwaway TAPEVIEW_HOME (SQLite, unless
-TAPEVIEW_DATABASE_URL is set), then times GET /tapes/{key}/context?anchor=<pos> (its first page
-and its last, `&end=1`) signed in as a viewer, and prints the median of --runs calls and the HTML
-size. For reference it times the raw limit of reading that context whole: `orjson.loads` of every
-line after the anchor (the bytes already in memory), and prints page / raw.
+TAPEVIEW_DATABASE_URL names a PostgreSQL server: then a database of its own there), then times
+GET /tapes/{key}/context?anchor=<pos> (its first page and its last, `&end=1`) signed in as a
+viewer, and prints the median of --runs calls and the HTML size. For reference it times the raw
+limit of reading that context whole: reading every line after the anchor and `orjson.loads` of
+each, and prints page / raw.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import sys
-import tempfile
 import time
 from contextlib import suppress
 from pathlib import Path
-
-import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench.analysis_api import make_tape  # noqa: E402
-
-
-def timed_ms(call, runs: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = call()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), result
-
-
-def raw_loads(path: Path, offset: int) -> int:
-    """The raw limit: parse every line after `offset` (read beforehand) with orjson."""
-    with path.open("rb") as f:
-        f.seek(offset)
-        lines = f.read().splitlines()
-    start = time.perf_counter()
-    for line in lines:
-        orjson.loads(line)
-    return round((time.perf_counter() - start) * 1000)
+from bench.harness import median_ms, raw_parse, start_django, viewer_client  # noqa: E402
 
 
 def main() -> None:
@@ -57,27 +34,15 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the generated tape in bench/out/")
     args = parser.parse_args()
 
-    os.environ["TAPEVIEW_HOME"] = tempfile.mkdtemp(prefix="tapeview-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tapeview.settings"
-    import django
-
-    django.setup()
+    start_django()
     from django.conf import settings
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.test import Client
 
-    from tapeview.accounts.roles import set_role
     from tapeview.sources import parse_sources
     from tapeview.tapes import discovery
     from tapeview.tapes.models import Anchor, EntryRow, Tape
 
-    call_command("migrate", verbosity=0)
     settings.TAPEVIEW_REFRESH_SECONDS = 3600  # indexed below: no request looks at the folder again
-    user = User.objects.create_user("bench", password="bench password, protects nothing")
-    set_role(user, "viewer")
-    client = Client(HTTP_HOST="127.0.0.1")
-    client.force_login(user)
+    client = viewer_client()
 
     n = args.entries
     tape_file = make_tape(n)
@@ -92,11 +57,11 @@ def main() -> None:
     print("{:<8}{:>9}{:>10}  {:<6}{:>8}{:>9}{:>8}{:>9}".format(*head))
     for label, anchor in chosen.items():
         first = EntryRow.objects.filter(tape=tape, pos=anchor.pos + 1).first()
-        raw = raw_loads(tape_file, first.offset) if first else 0
+        raw = round(raw_parse(tape_file, first.offset)[0] * 1000) if first else 0
         for page, query in (("first", ""), ("last", "&end=1")):
             url = f"/tapes/{tape.key}/context?anchor={anchor.pos}{query}"
             client.get(url)  # warm up: templates, the page cache of the file
-            median, response = timed_ms(lambda url=url: client.get(url), args.runs)
+            median, response = median_ms(lambda url=url: client.get(url), args.runs)
             assert response.status_code == 200, response.content[:300]
             size = len(response.content) / 1024
             ratio = f"{median / raw:.3f}" if raw else "–"

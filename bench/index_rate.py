@@ -2,39 +2,21 @@
 
     python bench/index_rate.py [--entries N] [--keep]
 
-Runs in a throwaway TAPEVIEW_HOME (SQLite) unless TAPEVIEW_DATABASE_URL is set.
+Runs in a throwaway TAPEVIEW_HOME (SQLite) unless TAPEVIEW_DATABASE_URL names a PostgreSQL server:
+a database of its own there.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-
-import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-
-def timed(fn) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
-def raw_parse(path: Path) -> int:
-    """The raw limit: read the lines and parse each with orjson, nothing else."""
-    n = 0
-    with open(path, "rb") as f:
-        for line in f:
-            orjson.loads(line)
-            n += 1
-    return n
+from bench.harness import raw_parse, start_django, timed, viewer_client  # noqa: E402
 
 
 def main() -> None:
@@ -55,22 +37,12 @@ def main() -> None:
         )
     size = tape.stat().st_size
 
-    home = tempfile.mkdtemp(prefix="tapeview-bench-")
-    os.environ["TAPEVIEW_HOME"] = home
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tapeview.settings"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-    from django.test import Client
-
-    from tapeview.accounts.roles import set_role
+    start_django()
     from tapeview.sources import bub, parse_sources
     from tapeview.tapes import discovery, index
     from tapeview.tapes.models import Tape
 
-    call_command("migrate", verbosity=0)
-    raw_s, n = timed(lambda: raw_parse(tape))
+    raw_s, n = raw_parse(tape)
     scan_s, _ = timed(lambda: sum(1 for _ in bub.scan(tape)))
     index_s, _ = timed(lambda: discovery.sync(parse_sources([f"bench=bub:{tapes}"])))
     t = Tape.objects.get(source="bench")
@@ -78,16 +50,11 @@ def main() -> None:
         f.write(tape.read_bytes().splitlines(keepends=True)[-1])
     append_s, _ = timed(lambda: index.refresh(t))
 
-    from django.contrib.auth.models import User
-
-    user = User.objects.create_user("bench")
-    set_role(user, "viewer")
-    client = Client()
-    client.force_login(user)
-    client.get(f"/tapes/{t.key}/", HTTP_HOST="127.0.0.1")  # compile the templates once
-    page_s, response = timed(lambda: client.get(f"/tapes/{t.key}/?end=1", HTTP_HOST="127.0.0.1"))
+    client = viewer_client()
+    client.get(f"/tapes/{t.key}/")  # compile the templates once
+    page_s, response = timed(lambda: client.get(f"/tapes/{t.key}/?end=1"))
     assert response.status_code == 200
-    mid_s, _ = timed(lambda: client.get(f"/tapes/{t.key}/?at={n // 2}", HTTP_HOST="127.0.0.1"))
+    mid_s, _ = timed(lambda: client.get(f"/tapes/{t.key}/?at={n // 2}"))
 
     mb = size / 1e6
     print(f"tape: {n:,} entries, {mb:.1f} MB ({tape})")

@@ -16,6 +16,20 @@ from tapeview.demodata.bub import bub_line, bub_turns  # noqa: E402
 
 HANDOFFS = 8
 ENTRIES_PER_TURN = 20  # what bub_turns averages, commands included
+SECONDS_PER_ENTRY = 12  # pauses included
+
+
+def write_tape(out: Path, entries: int, seed: str = "bench", end: datetime | None = None) -> int:
+    """Write a tape of `entries` entries (8 handoffs at any size) ending around `end` (now); its bytes."""
+    handoff_every = max(5, entries // ENTRIES_PER_TURN // HANDOFFS)
+    end = end or datetime.now(UTC)
+    start = (end - timedelta(seconds=SECONDS_PER_ENTRY * entries)).replace(microsecond=0)
+    turns = bub_turns(random.Random(seed), 1, start, handoff_every=handoff_every)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Streamed: the last turn is cut wherever N falls, like a tape caught mid-merge.
+    with open(out, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
+        f.writelines(bub_line(entry) for entry in itertools.islice(turns, entries))
+    return out.stat().st_size
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,15 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.entries < 1:
         parser.error("--entries must be at least 1")
-    handoff_every = max(5, args.entries // ENTRIES_PER_TURN // HANDOFFS)
-    # Start far enough back that the tape ends around now (~12 s per entry, pauses included).
-    start = (datetime.now(UTC) - timedelta(seconds=12 * args.entries)).replace(microsecond=0)
-    turns = bub_turns(random.Random(args.seed), 1, start, handoff_every=handoff_every)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    # Streamed: the last turn is cut wherever N falls, like a tape caught mid-merge.
-    with open(args.out, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as f:
-        f.writelines(bub_line(entry) for entry in itertools.islice(turns, args.entries))
-    print(f"{args.out}: {args.entries} entries, {args.out.stat().st_size} bytes")
+    size = write_tape(args.out, args.entries, args.seed)
+    print(f"{args.out}: {args.entries} entries, {size} bytes")
     return 0
 
 

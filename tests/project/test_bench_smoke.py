@@ -1,0 +1,60 @@
+"""The scale benchmark (bench/scale.py) at a tiny scale: every row of the issue's table gets a figure."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# The figures of issue 10's table, as the rows of the printed table begin.
+FIGURES = [
+    "cold index, real",
+    "cold index, 1,000-entry tape",
+    "cold index on PostgreSQL",
+    "full-text search catching up",
+    "search p50 over 20 terms",
+    "search p50 with a filter",
+    "context preview after the last anchor",
+    "context preview after the middle anchor",
+    "timeline page, middle of the 1,000-entry tape",
+    "tapeview serve over 10 tapes, empty database",
+    "session index refresh",
+    "incremental index of 100 appended entries",
+    "peak RSS indexing 1,000 entries",
+]
+
+
+def table_rows(out: str) -> dict[str, list[str]]:
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in out.splitlines()
+        if line.startswith("| ")
+    ]
+    return {row[0]: row[1:] for row in rows[2:]}
+
+
+def test_the_scale_benchmark_prints_every_row_with_a_measured_number(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/scale.py", "--scale", "0.001", "--db", "sqlite", "--corpus", str(tmp_path),
+         "--runs", "1", "--refreshes", "2"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "### sqlite (corpus scale 0.001" in done.stdout
+    rows = table_rows(done.stdout)
+    assert len(rows) == len(FIGURES), done.stdout
+    for figure in FIGURES:
+        (label, (measured, raw, ratio, target, met)) = next(
+            ((label, cells) for label, cells in rows.items() if label.startswith(figure)), (figure, [""] * 5)
+        )
+        assert measured, f"no row {figure!r} in:\n{done.stdout}"
+        if figure == "cold index on PostgreSQL":
+            assert measured == "- (this is SQLite)"
+        elif figure == "full-text search catching up":
+            assert measured == "same pass (not separate yet)" or re.search(r"\d", measured), label
+        else:
+            assert re.search(r"\d", measured) and re.search(r"\d", ratio), (label, measured, ratio)
+            assert met in ("yes", "NO"), (label, met)
+    assert (tmp_path / "manifest.json").exists() and len(list((tmp_path / "many").glob("*.jsonl"))) == 10
