@@ -38,8 +38,8 @@ def main() -> None:
     from django.conf import settings
 
     from tapeview.sources import parse_sources
-    from tapeview.tapes import discovery
-    from tapeview.tapes.models import Anchor, EntryRow, Tape
+    from tapeview.tapes import discovery, rows
+    from tapeview.tapes.models import Anchor, Tape
 
     settings.TAPEVIEW_REFRESH_SECONDS = 3600  # indexed below: no request looks at the folder again
     client = viewer_client()
@@ -56,7 +56,7 @@ def main() -> None:
     head = ("anchor", "pos", "after", "page", "p50 ms", "HTML KB", "raw ms", "page/raw")
     print("{:<8}{:>9}{:>10}  {:<6}{:>8}{:>9}{:>8}{:>9}".format(*head))
     for label, anchor in chosen.items():
-        first = EntryRow.objects.filter(tape=tape, pos=anchor.pos + 1).first()
+        first = rows.at(tape, anchor.pos + 1)
         raw = round(raw_parse(tape_file, first.offset)[0] * 1000) if first else 0
         for page, query in (("first", ""), ("last", "&end=1")):
             url = f"/tapes/{tape.key}/context?anchor={anchor.pos}{query}"

@@ -283,7 +283,8 @@ def search_rows(folder: Path, entries: int) -> list[Row]:
 
 def context_rows(client: Any, tape: Any, path: Path, runs: int) -> list[Row]:
     """The context preview's first page after the last and the middle anchor of the 1M tape."""
-    from tapeview.tapes.models import Anchor, EntryRow
+    from tapeview.tapes import rows as index_rows
+    from tapeview.tapes.models import Anchor
 
     anchors = list(Anchor.objects.filter(tape=tape).order_by("pos"))
     rows = []
@@ -292,7 +293,7 @@ def context_rows(client: Any, tape: Any, path: Path, runs: int) -> list[Row]:
         client.get(url)  # warm up: templates, the page cache of the file
         ms, response = median_ms(lambda url=url: client.get(url), runs)
         assert response.status_code == 200, response.content[:300]
-        first = EntryRow.objects.filter(tape=tape, pos=anchor.pos + 1).first()
+        first = index_rows.at(tape, anchor.pos + 1)
         raw_s, n = raw_parse(path, first.offset) if first else (0.0, 0)
         rows.append(
             Row(

@@ -76,27 +76,41 @@ def _orphan(tape: TapeFile) -> TapeFile:
     )
 
 
+BLOCK = 1 << 20  # bytes read at a time by lines()
+
+
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """Entries of complete lines from byte `start` on; an unfinished last line is left alone."""
+    for pos, offset, line in lines(path, start, first_pos):
+        yield line if isinstance(line, Entry) else parse_line(line + b"\n", pos, offset)
+
+
+def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int, int, bytes | Entry]]:
+    """(pos, offset, line) of the complete lines from byte `start` on, blank ones passed over: a
+    line is its bytes without the newline, or, too long to parse, the Entry its head makes. For the
+    indexer's bulk path: the file is read a block at a time, as `scan` would read it by line."""
     with open_file(path) as f:
         f.seek(start)
-        offset, pos = start, first_pos
-        while raw := f.readline(SCAN_PARSE_LIMIT):
-            if not raw.endswith(b"\n") and len(raw) == SCAN_PARSE_LIMIT:
+        offset, pos, rest = start, first_pos, b""
+        while block := f.read(BLOCK):
+            parts = (rest + block).split(b"\n")
+            rest = parts.pop()  # after the last newline: the start of the next line (or nothing)
+            for line in parts:
+                length = len(line) + 1
+                if length > SCAN_PARSE_LIMIT:
+                    yield pos, offset, big_line(line[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
+                elif line.strip():
+                    yield pos, offset, line
+                offset += length
+                pos += 1
+            if len(rest) >= SCAN_PARSE_LIMIT:
                 # A line too long to parse whole: read on to its end keeping only its head, so
                 # memory stays bounded whatever the agent wrote (formats: a 50 MB payload).
-                length = _skip_to_newline(f, len(raw))
+                length = _skip_to_newline(f, len(rest))
                 if length is None:
                     return
-                yield big_line(raw[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
-                offset, pos = offset + length, pos + 1
-                continue
-            if not raw.endswith(b"\n"):
-                return
-            if raw.strip():
-                yield parse_line(raw, pos, offset)
-            offset += len(raw)
-            pos += 1
+                yield pos, offset, big_line(rest[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
+                offset, pos, rest = offset + length, pos + 1, b""
 
 
 def _skip_to_newline(f, length: int) -> int | None:

@@ -26,12 +26,17 @@ GLUE_MARK = b'{"id": '
 
 def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
     """One line as the agent's reader sees it, or an unreadable entry that says why."""
-    length = len(raw)
     try:
         # orjson refuses nesting deeper than 1,024 levels: a hostile line is malformed, not a crash.
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return _unreadable(raw, pos, offset, _why_malformed(raw, exc))
+    return parsed_line(obj, raw, pos, offset)
+
+
+def parsed_line(obj: object, raw: bytes, pos: int, offset: int) -> Entry:
+    """parse_line of a line whose JSON is already parsed (`obj`)."""
+    length = len(raw)
     if not isinstance(obj, dict):
         return _unreadable(raw, pos, offset, "not an entry: the line is not a JSON object")
     eid, kind, payload = obj.get("id"), obj.get("kind"), obj.get("payload")

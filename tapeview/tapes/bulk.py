@@ -1,31 +1,50 @@
-"""Getting a batch of entry rows into the database at the rate of parsing: the engine's own bulk
-path (PostgreSQL's COPY, SQLite's prepared executemany) and the planner statistics after it."""
+"""Getting a batch of indexed entries into the database at the rate of parsing: packed into the
+tape's chunks (tapes.packing), a few rows per thousands of entries, and the planner statistics
+after a bulk load on PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
-
+import orjson
 from django.db import connection
 
-from .models import Anchor, EntryRow, Tape
+from .models import Anchor, EntryChunk, Tape
+from .packing import CHUNK, Batch, Chunk, decode
 
-# After indexing this many rows at once, PostgreSQL's planner statistics are refreshed (ANALYZE):
-# a table grown from nothing by a bulk load otherwise plans every page as if it were empty.
+# After indexing this many entries at once, PostgreSQL's planner statistics are refreshed
+# (ANALYZE): a table grown from nothing by a bulk load otherwise plans every page as if empty.
 ANALYZE_AFTER = 50_000
-COLUMNS = (
-    "tape",
-    "pos",
-    "offset",
-    "length",
-    "entry_id",
-    "kind",
-    "name",
-    "date",
-    "readable",
-    "is_error",
-    "context",
-)
+
+
+def append(tape: Tape, batch: Batch) -> None:
+    """Add a batch after the tape's last entry: the last chunk filled up first, then new ones."""
+    if not len(batch):
+        return
+    last = EntryChunk.objects.filter(tape=tape).order_by("-first_pos").first()
+    if last is not None and last.count < CHUNK:
+        merged = decode(bytes(last.columns), last.vocab).extended(batch)
+        last.delete()
+    else:
+        merged = Chunk().extended(batch)
+    EntryChunk.objects.bulk_create(
+        [_row(tape, merged.sliced(at, at + CHUNK)) for at in range(0, merged.count, CHUNK)]
+    )
+
+
+def _row(tape: Tape, chunk: Chunk) -> EntryChunk:
+    pos = chunk.columns["pos"]
+    return EntryChunk(
+        tape=tape,
+        first_pos=int(pos[0]),
+        last_pos=int(pos[-1]),
+        count=chunk.count,
+        columns=chunk.blob(),
+        vocab=chunk.vocab(),
+        tally=_json(chunk.tally()),
+    )
+
+
+def _json(value: dict) -> str:
+    return orjson.dumps(value).decode()
 
 
 def analyze() -> None:
@@ -33,37 +52,5 @@ def analyze() -> None:
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
-        for model in (EntryRow, Anchor, Tape):
+        for model in (EntryChunk, Anchor, Tape):
             cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
-
-
-def date_adapter() -> Callable[[datetime | None], object]:
-    """How a date goes into a row of this engine."""
-    return sqlite_datetime if connection.vendor == "sqlite" else connection.ops.adapt_datetimefield_value
-
-
-def sqlite_datetime(value: datetime | None) -> str | None:
-    """What Django's SQLite backend stores for an aware datetime (naive UTC text), minus its overhead."""
-    if value is None:
-        return None
-    if value.utcoffset():
-        value = value.astimezone(UTC)
-    return str(value.replace(tzinfo=None))
-
-
-def _columns() -> str:
-    qn = connection.ops.quote_name
-    return ", ".join(qn(EntryRow._meta.get_field(name).column) for name in COLUMNS)
-
-
-def insert(cursor, rows: list[tuple]) -> None:
-    """Write a batch of entry rows: PostgreSQL's COPY, else one prepared INSERT run for every row
-    (the ORM's per-row SQL compilation cost 10x the parsing, see bench/)."""
-    table = connection.ops.quote_name(EntryRow._meta.db_table)
-    if connection.vendor == "postgresql":
-        with cursor.cursor.copy(f"COPY {table} ({_columns()}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    marks = ", ".join(["%s"] * len(COLUMNS))
-    cursor.executemany(f"INSERT INTO {table} ({_columns()}) VALUES ({marks})", rows)

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 
 import orjson
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, paths, reader
+from tapeview.sources import TapeNotFound, bub, bub_lines, paths, reader
 
-from . import bulk, signals
+from . import bulk, fastlane, signals
+from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
-from .models import Anchor, EntryRow, Tape
+from .models import Anchor, EntryChunk, Tape
+from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
 BATCH = 5000
@@ -125,8 +127,11 @@ def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progres
     if replaced or tape.phase_count < 0:
         _reset(tape, lease)
     _set_identity(tape, st)
-    entries = reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    _index_entries(tape, entries, lease, progress)
+    if tape.kind == "bub":  # the bulk path: most lines are only counted (tapes.fastlane)
+        lines = bub.lines(Path(tape.path), tape.indexed_offset, tape.next_pos)
+    else:
+        lines = _as_lines(reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos))
+    _index_lines(tape, lines, lease, progress)
 
 
 def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:
@@ -146,7 +151,7 @@ def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | Non
         return
     _reset(tape, lease)
     _set_identity(tape, st)
-    _index_entries(tape, entries, lease, progress)
+    _index_lines(tape, _as_lines(entries), lease, progress)
 
 
 def _set_identity(tape: Tape, st: os.stat_result) -> None:
@@ -167,47 +172,64 @@ def _reset(tape: Tape, lease: str) -> None:
             setattr(tape, f.attname, getattr(fresh, f.attname))
     with transaction.atomic():
         save(tape, lease)
-        EntryRow.objects.filter(tape=tape).delete()
+        EntryChunk.objects.filter(tape=tape).delete()
         signals.tape_reset.send(sender=Tape, tape_id=tape.pk)
         Anchor.objects.filter(tape=tape).delete()
 
 
-def _index_entries(tape: Tape, entries: Iterable[FileEntry], lease: str, progress: Progress | None) -> None:
-    adapt = bulk.date_adapter()
-    tape_id = tape.pk
-    rows: list[tuple] = []
-    batch: list[FileEntry] = []
-    anchors: list[Anchor] = []
-    tally = PhaseTally(tape)
-    start = tape.indexed_offset
-    for e in entries:
-        rows.append(
-            (
-                tape_id,
-                e.pos,
-                e.offset,
-                e.length,
-                e.id,
-                e.kind,
-                e.name[:200],
-                adapt(e.date),
-                e.readable,
-                e.is_error,
-                e.context,
-            )
-        )
-        batch.append(e)
-        _account(tape, e, anchors, tally)
-        tape.indexed_offset, tape.next_pos = e.offset + e.length, e.pos + 1
-        if len(rows) >= BATCH:
-            _flush(tape, lease, rows, batch, anchors, tally)
-            if progress:
-                progress(tape.indexed_offset - start)
-            start = tape.indexed_offset
-            rows, batch, anchors = [], [], []
-    _flush(tape, lease, rows, batch, anchors, tally)
-    if progress and tape.indexed_offset > start:
-        progress(tape.indexed_offset - start)
+def _as_lines(entries: Iterable[FileEntry]) -> Iterator[tuple[int, int, FileEntry]]:
+    return ((e.pos, e.offset, e) for e in entries)
+
+
+class _Run:
+    """One indexing run of a tape: the batch being gathered, written out every BATCH entries."""
+
+    size = BATCH
+
+    def __init__(self, tape: Tape, lease: str, progress: Progress | None) -> None:
+        self.tape, self.lease, self.progress = tape, lease, progress
+        self.tally = PhaseTally(tape)
+        self.rows, self.anchors = Batch(), []
+        self.start = tape.indexed_offset
+
+    def full(self, pos: int, offset: int, line: bytes | FileEntry, parsed: object) -> None:
+        """One line read as the agent's reader reads it, and accounted."""
+        if type(line) is not bytes:
+            e = line
+        elif parsed is NOT_PARSED:
+            e = bub_lines.parse_line(line + b"\n", pos, offset)
+        else:
+            e = bub_lines.parsed_line(parsed, line + b"\n", pos, offset)
+        flag = flags(e.readable, e.is_error, e.context, e.id is not None)
+        self.rows.add(e.pos, e.offset, e.length, e.id, e.kind, e.name, micros(e.date), flag)
+        _account(self.tape, e, self.anchors, self.tally)
+        self.tape.indexed_offset, self.tape.next_pos = e.offset + e.length, e.pos + 1
+        if len(self.rows) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        tape = self.tape
+        _flush(tape, self.lease, self.rows, self.anchors, self.tally)
+        if self.progress and tape.indexed_offset > self.start:
+            self.progress(tape.indexed_offset - self.start)
+        self.rows, self.anchors, self.start = Batch(), [], tape.indexed_offset
+
+    def wants_label(self) -> bool:
+        return _wants_label(self.tape)
+
+
+def _index_lines(
+    tape: Tape, lines: Iterable[tuple[int, int, bytes | FileEntry]], lease: str, progress: Progress | None
+) -> None:
+    """Index (pos, offset, line): a line's bytes go through the fast lane (tapes.fastlane), which
+    hands what it does not take to the full path; an Entry already read takes the full path."""
+    run = _Run(tape, lease, progress)
+    fastlane.index_lines(run, lines)
+    run.flush()
+
+
+def _wants_label(tape: Tape) -> bool:
+    return tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES
 
 
 def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally) -> None:
@@ -243,25 +265,17 @@ def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally)
             return
     else:
         tape.entries_since_anchor += 1
-    wants_label = tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES
-    if wants_label and (e.kind == "message" or e.name == "loop.start"):
+    if _wants_label(tape) and (e.kind == "message" or e.name == "loop.start"):
         tape.label_tries += 1
         tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
 
 
-def _flush(
-    tape: Tape,
-    lease: str,
-    rows: list[tuple],
-    batch: list[FileEntry],
-    anchors: list[Anchor],
-    tally: PhaseTally,
-) -> None:
+def _flush(tape: Tape, lease: str, rows: Batch, anchors: list[Anchor], tally: PhaseTally) -> None:
     tally.settle()
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic():
         # First, so a batch is written only by the tape's owner, together with its progress.
         save(tape, lease)
-        bulk.insert(cursor, rows)
-        signals.entries_indexed.send(sender=Tape, tape=tape, entries=batch)
+        bulk.append(tape, rows)
+        signals.entries_indexed.send(sender=Tape, tape=tape)
         Anchor.objects.bulk_create(anchors)
         tally.write(anchors)

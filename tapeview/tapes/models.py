@@ -85,24 +85,20 @@ class Tape(models.Model):
         return max(0, self.size - self.indexed_offset)
 
 
-class EntryRow(models.Model):
-    """Where one entry (or unreadable line) sits in its tape's file, and what it is."""
+class EntryChunk(models.Model):
+    """Up to `packing.CHUNK` consecutive entries of a tape, packed (tapes.packing): where each sits
+    in the file (offset, length) and what it is, plus a tally of them by kind, name and flags."""
 
-    tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="entry_rows")
-    pos = models.IntegerField()
-    offset = models.BigIntegerField()
-    length = models.IntegerField()
-    entry_id = models.BigIntegerField(null=True)
-    kind = models.CharField(max_length=40)
-    name = models.CharField(max_length=200, blank=True)
-    date = models.DateTimeField(null=True)
-    readable = models.BooleanField(default=True)
-    is_error = models.BooleanField(default=False)
-    context = models.BooleanField(default=True)
+    tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="chunks")
+    first_pos = models.IntegerField()
+    last_pos = models.IntegerField()
+    count = models.IntegerField()
+    columns = models.BinaryField()
+    vocab = models.TextField()  # JSON: the kinds and names its codes stand for
+    tally = models.TextField()  # JSON: "kind\tname\tflags" -> entries
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["tape", "pos"], name="entry_tape_pos")]
-        indexes = [models.Index(fields=["tape", "kind", "pos"], name="tapeview_en_tape_id_5615a7_idx")]
+        constraints = [models.UniqueConstraint(fields=["tape", "first_pos"], name="chunk_tape_first_pos")]
 
 
 class Anchor(models.Model):

@@ -2,22 +2,25 @@
 
 A `Rows` selection is a tape (or a few), a position range and filters; one terminal question
 (`first`, `head`, `tail`, `count`, ...) answers it with `Row`s, plain values that say where to read.
-Today every entry is one database row (`EntryRow`); nothing outside this module and the indexer
-knows that, so the store can take the shape that indexes at the rate of parsing (issue 10:
-packed chunks of offsets) without its readers changing.
+The entries are stored packed, thousands to a chunk (tapes.packing): a question reads the chunks'
+tallies first, and opens only the chunks that can hold an answer, in the order it needs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q, QuerySet
+import numpy as np
+import orjson
+from django.db.models import QuerySet
 
-from .models import EntryRow, Tape
+from .models import EntryChunk, Tape
+from .packing import CONTEXT, ERROR, HAS_ID, NO_DATE, NO_ID, READABLE, Chunk, decode, from_micros, micros
 
-FIELDS = ("pos", "offset", "length", "entry_id", "kind", "name", "date", "readable", "is_error", "context")
+SUMMARIES = 16  # chunk summaries fetched at a time while walking a tape
+SUMMARY = ("id", "first_pos", "last_pos", "tally")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,29 +58,68 @@ class Match:
     min_id: int | None = None
     since: datetime | None = None  # dated at or after (undated rows never match)
 
-    def q(self) -> Q:
-        q = Q()
-        for lookup, value in (
-            ("kind__in", self.kinds),
-            ("name__in", self.names),
-            ("entry_id__in", self.ids),
-            ("name__startswith", self.name_prefix),
-            ("name__contains", self.name_contains),
-            ("is_error", self.errors),
-            ("readable", self.readable),
-            ("context", self.context),
-            ("length__gt", self.longer_than),
-            ("length__lte", self.at_most),
-            ("entry_id__gte", self.min_id),
-            ("date__gte", self.since),
-        ):
-            if value not in ((), "", None):
-                q &= Q(**{lookup: value})
-        if self.not_kinds:
-            q &= ~Q(kind__in=self.not_kinds)
-        if self.has_id is not None:
-            q &= Q(entry_id__isnull=not self.has_id)
-        return q
+    def by_words(self) -> bool:
+        """Whether a chunk's tally alone answers this Match (no length, id or date in it)."""
+        return (self.longer_than, self.at_most, self.min_id, self.since) == (None,) * 4 and not self.ids
+
+    def allows(self, kind: str, name: str, flag: int) -> bool:
+        """Whether entries of this kind, name and flags can be this Match (all of it, when by_words)."""
+        if not self._kind_ok(kind):
+            return False
+        if not self._name_ok(name):
+            return False
+        return all(want is None or bool(flag & bit) == want for want, bit in self._flags())
+
+    def mask(self, chunk: Chunk) -> np.ndarray:
+        """Which of a chunk's entries are this Match."""
+        c = chunk.columns
+        kinds = [i for i, k in enumerate(chunk.kinds) if self._kind_ok(k)]
+        keep = np.isin(c["kind"], kinds)
+        if self.names or self.name_prefix or self.name_contains:
+            keep &= np.isin(c["name"], [i for i, n in enumerate(chunk.names) if self._name_ok(n)])
+        for want, bit in self._flags():
+            if want is not None:
+                keep &= ((c["flags"] & bit) != 0) == want
+        if self.longer_than is not None:
+            keep &= c["length"] > self.longer_than
+        if self.at_most is not None:
+            keep &= c["length"] <= self.at_most
+        if self.ids:
+            keep &= np.isin(c["entry_id"], list(self.ids))
+        if self.min_id is not None:
+            keep &= (c["entry_id"] >= self.min_id) & (c["entry_id"] != NO_ID)
+        if self.since is not None:
+            keep &= (c["date"] >= micros(self.since)) & (c["date"] != NO_DATE)
+        return keep
+
+    def _flags(self) -> tuple[tuple[bool | None, int], ...]:
+        return (
+            (self.errors, ERROR),
+            (self.readable, READABLE),
+            (self.context, CONTEXT),
+            (self.has_id, HAS_ID),
+        )
+
+    def _kind_ok(self, kind: str) -> bool:
+        return (not self.kinds or kind in self.kinds) and kind not in self.not_kinds
+
+    def _name_ok(self, name: str) -> bool:
+        return (
+            (not self.names or name in self.names)
+            and name.startswith(self.name_prefix)
+            and self.name_contains in name
+        )
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """A chunk as its row says without opening it."""
+
+    id: int
+    first_pos: int
+    last_pos: int
+    tally: dict[str, int]
+    opened: Chunk | None = None  # its arrays, when they came with the summary
 
 
 class Rows:
@@ -130,15 +172,25 @@ class Rows:
 
     def head(self, limit: int) -> list[Row]:
         """The first `limit` rows, in file order."""
-        return _rows(self._query().order_by("pos")[:limit])
+        found: list[Row] = []
+        for chunk, picked in self._walk(descending=False):
+            found += _rows(chunk, picked[: limit - len(found)])
+            if len(found) >= limit:
+                break
+        return found
 
     def tail(self, limit: int) -> list[Row]:
         """The last `limit` rows, in file order."""
-        return list(reversed(_rows(self._query().order_by("-pos")[:limit])))
+        found: list[Row] = []
+        for chunk, picked in self._walk(descending=True):
+            found = _rows(chunk, picked[max(0, len(picked) - (limit - len(found))) :]) + found
+            if len(found) >= limit:
+                break
+        return found
 
     def all(self) -> list[Row]:
         """Every row, in file order: for selections known to be small."""
-        return _rows(self._query().order_by("pos"))
+        return [row for chunk, picked in self._walk(descending=False) for row in _rows(chunk, picked)]
 
     def first(self) -> Row | None:
         found = self.head(1)
@@ -149,41 +201,118 @@ class Rows:
         return found[0] if found else None
 
     def first_pos(self) -> int | None:
-        return self._query().order_by("pos").values_list("pos", flat=True).first()
+        row = self.first()
+        return row.pos if row else None
 
     def last_pos(self) -> int | None:
-        return self._query().order_by("-pos").values_list("pos", flat=True).first()
+        row = self.last()
+        return row.pos if row else None
 
     def count(self) -> int:
-        return self._query().count()
+        """How many, from the chunks' tallies where they answer it, opening only the others."""
+        total = 0
+        for tape in self.tapes:
+            for summary in self._summaries(tape, descending=False):
+                inside = (self.low is None or summary.first_pos >= self.low) and (
+                    self.high is None or summary.last_pos <= self.high
+                )
+                if inside and all(m.by_words() for group in self.conditions for m in group):
+                    total += sum(n for key, n in summary.tally.items() if self._allows(key))
+                elif self._may_hold(summary):
+                    total += len(self._pick(_open(summary)))
+        return total
 
     def exists(self) -> bool:
-        return self._query().exists()
+        return next(iter(self._walk(descending=False)), None) is not None
 
     def at(self, positions: Sequence[int]) -> list[Row]:
         """The rows at these positions (those that exist and match), in file order."""
-        return _rows(self._query().filter(pos__in=list(positions)).order_by("pos"))
+        if not positions:
+            return []
+        wanted = np.array(sorted(set(positions)), dtype=np.int64)
+        narrowed = self.starting(int(wanted[0])).through(int(wanted[-1]))
+        found = []
+        for chunk, picked in narrowed._walk(descending=False):
+            hits = picked[np.isin(chunk.columns["pos"][picked], wanted)]
+            found += _rows(chunk, hits)
+        return found
 
-    def holders(self) -> QuerySet[Tape]:
-        """The tapes of the selection that have at least one such row."""
-        ids = self._query().values("tape")
-        return Tape.objects.filter(pk__in=ids)
+    def chunks(self) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """The opened chunks that hold rows of the selection, each with the indices of those rows:
+        for arithmetic over many rows (the pictures) without a Row per entry. One query per tape."""
+        for tape in self.tapes:
+            for pk, first, last, tally, columns, vocab in (
+                self._overlapping(tape).order_by("first_pos").values_list(*SUMMARY, "columns", "vocab")
+            ):
+                summary = _Summary(pk, first, last, orjson.loads(tally))
+                if self._may_hold(summary):
+                    chunk = decode(bytes(columns), vocab)
+                    picked = self._pick(chunk)
+                    if len(picked):
+                        yield chunk, picked
 
-    def _query(self) -> QuerySet[EntryRow]:
-        if len(self.tapes) == 1:
-            rows = EntryRow.objects.filter(tape=self.tapes[0])
-        else:
-            rows = EntryRow.objects.filter(tape__in=self.tapes)
+    # How they are answered.
+
+    def _walk(self, *, descending: bool) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """The chunks that hold an answer, in the order asked, each with the indices of its answers."""
+        for tape in reversed(self.tapes) if descending else self.tapes:
+            for summary in self._summaries(tape, descending=descending):
+                if not self._may_hold(summary):
+                    continue
+                chunk = _open(summary)
+                picked = self._pick(chunk)
+                if len(picked):
+                    yield chunk, picked
+
+    def _summaries(self, tape: Tape, *, descending: bool) -> Iterator[_Summary]:
+        """The tape's chunks overlapping the range, nearest first: the nearest with its arrays
+        (most questions end there), then the others' summaries a few at a time."""
+        chunks = self._overlapping(tape)
+        order = "-first_pos" if descending else "first_pos"
+        nearest = chunks.order_by(order).values_list(*SUMMARY, "columns", "vocab").first()
+        if nearest is None:
+            return
+        pk, first, last, tally, columns, vocab = nearest
+        yield _Summary(pk, first, last, orjson.loads(tally), decode(bytes(columns), vocab))
+        edge = first
+        while True:
+            page = chunks.filter(first_pos__lt=edge) if descending else chunks.filter(first_pos__gt=edge)
+            found = list(page.order_by(order).values_list(*SUMMARY)[:SUMMARIES])
+            for pk, first, last, tally in found:
+                yield _Summary(pk, first, last, orjson.loads(tally))
+            if len(found) < SUMMARIES:
+                return
+            edge = found[-1][1]
+
+    def _overlapping(self, tape: Tape) -> QuerySet[EntryChunk]:
+        chunks = EntryChunk.objects.filter(tape=tape)
         if self.low is not None:
-            rows = rows.filter(pos__gte=self.low)
+            chunks = chunks.filter(last_pos__gte=self.low)
         if self.high is not None:
-            rows = rows.filter(pos__lte=self.high)
+            chunks = chunks.filter(first_pos__lte=self.high)
+        return chunks
+
+    def _may_hold(self, summary: _Summary) -> bool:
+        return any(self._allows(key) for key in summary.tally)
+
+    def _allows(self, key: str) -> bool:
+        kind, name, flag = _split(key)
+        return all(any(m.allows(kind, name, flag) for m in group) for group in self.conditions)
+
+    def _pick(self, chunk: Chunk) -> np.ndarray:
+        """The indices of a chunk's entries in the range and every condition, ascending."""
+        pos = chunk.columns["pos"]
+        keep = np.ones(len(pos), dtype=bool)
+        if self.low is not None:
+            keep &= pos >= self.low
+        if self.high is not None:
+            keep &= pos <= self.high
         for group in self.conditions:
-            q = Q()
+            either = np.zeros(len(pos), dtype=bool)
             for match in group:
-                q |= match.q()
-            rows = rows.filter(q)
-        return rows
+                either |= match.mask(chunk)
+            keep &= either
+        return np.flatnonzero(keep)
 
 
 def of(tapes: Tape | Iterable[Tape]) -> Rows:
@@ -192,8 +321,14 @@ def of(tapes: Tape | Iterable[Tape]) -> Rows:
 
 
 def everywhere(match: Match) -> QuerySet[Tape]:
-    """The tapes, of the whole index, with at least one row that is `match`."""
-    return Tape.objects.filter(pk__in=EntryRow.objects.filter(match.q()).values("tape"))
+    """The tapes, of the whole index, with at least one row that is `match` (by kind, name and flags:
+    answered from the chunks' tallies alone)."""
+    holders = {
+        tape_id
+        for tape_id, tally in EntryChunk.objects.values_list("tape_id", "tally").iterator()
+        if any(match.allows(*_split(key)) for key in orjson.loads(tally))
+    }
+    return Tape.objects.filter(pk__in=holders)
 
 
 def at(tape: Tape, pos: int) -> Row | None:
@@ -201,5 +336,45 @@ def at(tape: Tape, pos: int) -> Row | None:
     return found[0] if found else None
 
 
-def _rows(query: QuerySet[EntryRow]) -> list[Row]:
-    return [Row(*values) for values in query.values_list(*FIELDS)]
+def _split(key: str) -> tuple[str, str, int]:
+    kind, name, flag = key.split("\t")
+    return kind, name, int(flag)
+
+
+def _open(summary: _Summary) -> Chunk:
+    if summary.opened is not None:
+        return summary.opened
+    columns, vocab = EntryChunk.objects.values_list("columns", "vocab").get(pk=summary.id)
+    return decode(bytes(columns), vocab)
+
+
+def _rows(chunk: Chunk, picked: np.ndarray) -> list[Row]:
+    if not len(picked):
+        return []
+    c, kinds, names = chunk.columns, chunk.kinds, chunk.names
+    columns = zip(
+        c["pos"][picked].tolist(),
+        c["offset"][picked].tolist(),
+        c["length"][picked].tolist(),
+        c["entry_id"][picked].tolist(),
+        c["date"][picked].tolist(),
+        c["kind"][picked].tolist(),
+        c["name"][picked].tolist(),
+        c["flags"][picked].tolist(),
+        strict=True,
+    )
+    return [
+        Row(
+            pos,
+            offset,
+            length,
+            None if entry_id == NO_ID else entry_id,
+            kinds[kind],
+            names[name],
+            from_micros(date),
+            bool(flag & READABLE),
+            bool(flag & ERROR),
+            bool(flag & CONTEXT),
+        )
+        for pos, offset, length, entry_id, date, kind, name, flag in columns
+    ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.dispatch import Signal
 
 # A batch of a tape's entries was indexed, inside the index's transaction.
-# Arguments: tape (Tape), entries (list of tapeview.sources.Entry: plain dataclasses).
+# Arguments: tape (Tape), as it is after the batch (the bulk path builds no object per entry).
 entries_indexed = Signal()
 
 # A tape's entries were forgotten (its file was reset or replaced); the tape itself stays.

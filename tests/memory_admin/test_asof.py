@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from memory_admin.models import MemoryStore
 from memory_admin.stores import bub_zone
-from tapeview.tapes.models import Anchor, EntryRow
+from tapeview.tapes import rows
+from tapeview.tapes.models import Anchor
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +117,7 @@ def test_the_store_page_as_of_an_entry_of_an_undated_tape_goes_by_position(
 def test_the_store_page_as_of_an_entry_of_another_tape_takes_its_time(viewer_client, memory_sources) -> None:
     user_md = store("nanobot.file", "USER.md")
     tape = store("bub.zone").tape
-    last = EntryRow.objects.filter(tape=tape).order_by("-pos").first()
+    last = rows.of(tape).last()
     # USER.md appeared (and Tapeview saw it) a day after the tape's last entry.
     appeared = last.date + timedelta(days=1)
     os.utime(user_md.path, (appeared.timestamp(), appeared.timestamp()))

@@ -13,8 +13,8 @@ from memory_admin.models import MemoryStore
 from memory_admin.stores import bub_zone, nanobot_git
 from tapeview.accounts.models import AuditEvent
 from tapeview.sources.bub import scan, tool_calls
-from tapeview.tapes import discovery
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import discovery, rows
+from tapeview.tapes.models import Tape
 from tapeview.tapes.timeline import read_rows
 from tests.conftest import FIXTURES
 from tests.memory_admin.test_stores_nanobot import GITIGNORE, commit_as_nanobot
@@ -208,7 +208,7 @@ def test_yachiyo_lines_point_at_the_memory_write_trace_of_their_session(
             continue
         source = line["source"]
         assert source["tape_id"] == tape.key
-        row = EntryRow.objects.get(tape=tape, pos=source["pos"])
+        row = rows.at(tape, source["pos"])
         call = read_rows(tape, [row])[0]
         assert call.kind == "tool_call" and "memory_write" in call.name
         assert call.meta["trace_id"] == entry["source_trace_id"]

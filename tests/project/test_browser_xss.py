@@ -21,7 +21,8 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from memory_admin.models import MemoryStore
 from tapeview.tapes import discovery
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import rows as index_rows
+from tapeview.tapes.models import Tape
 from tests.browser import ARTIFACTS, CHROMIUM, FLAGS
 from tests.project import hostile
 from tests.project.hostile import BUNDLE, MARKDOWN, NAME_IMG, NAME_QUOTES, SCRIPT, TEMPLATE
@@ -291,7 +292,7 @@ def test_no_payload_runs_on_the_tape_pages(walk: Walk, hostile_site) -> None:
     walk.follow(page.get_by_role("link", name="Raw line"), "raw line")
     if SCRIPT not in page.locator("body").inner_text():
         walk.problems.append(f"raw line {page.url}: the payload is not shown as text")
-    first = EntryRow.objects.filter(tape=bub, kind="message").order_by("pos").first().pos
+    first = index_rows.of(bub).where(kinds=("message",)).first_pos()
     walk.go(f"/tapes/{bub.key}/entries/{first}/")  # the first user message: a hostile channel prefix
     walk.shows(hostile.BUB_SESSION.split(":")[0], "entry page of the first message", page.locator("main"))
     walk.go(f"/tapes/{bub.key}/entries/{first}/raw")

@@ -10,8 +10,8 @@ import pytest
 
 from tapeview.reviews import ledger
 from tapeview.reviews.models import Review
-from tapeview.tapes import discovery, lookup
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import discovery, lookup, rows
+from tapeview.tapes.models import Tape
 
 from .conftest import tape_text
 
@@ -25,7 +25,7 @@ def shown(review: Review) -> Review:
 def test_a_review_keeps_the_sha256_of_the_entrys_bytes(tape, tape_file: Path) -> None:
     review = ledger.add(tape, 3, "olga", score=4, labels=["Slow", "slow", "wrong-tool"], comment="late")
     line = tape_file.read_bytes().splitlines(keepends=True)[2]
-    row = EntryRow.objects.get(tape=tape, pos=3)
+    row = rows.at(tape, 3)
     assert (
         review.content_hash
         == hashlib.sha256(tape_file.read_bytes()[row.offset : row.offset + row.length]).hexdigest()

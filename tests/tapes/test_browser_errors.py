@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from tapeview.tapes import rows
 from tests.browser import ARTIFACTS
 
 from .operator_sources import serve, tape
@@ -40,7 +41,7 @@ def test_an_operator_follows_a_nanobot_sessions_errors_and_exports_it(
     page.get_by_role("button", name="Sign in").click()
 
     t = tape("discord:1187654321098765432", "old")
-    failing = sorted(t.entry_rows.filter(is_error=True).values_list("pos", flat=True))
+    failing = [r.pos for r in rows.of(t).where(errors=True).all()]
     assert len(failing) == t.errors == 10
 
     page.goto(f"{site}/?source=old")

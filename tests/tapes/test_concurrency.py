@@ -26,7 +26,8 @@ from django.utils import timezone
 from tapeview.accounts.models import AuditEvent
 from tapeview.sources import bub, parse_sources
 from tapeview.tapes import discovery, handoff, index
-from tapeview.tapes.models import EntryRow, Tape
+from tapeview.tapes import rows as index_rows
+from tapeview.tapes.models import Tape
 
 from .agent import agent_lines, append_line, ends_a_turn
 
@@ -81,7 +82,7 @@ def test_concurrent_refreshes_of_a_growing_tape_index_every_line_exactly_once(
     index.refresh(Tape.objects.get(pk=tape_id))
 
     tape = Tape.objects.get(pk=tape_id)
-    rows = list(EntryRow.objects.filter(tape=tape).order_by("pos").values_list("pos", "offset", "entry_id"))
+    rows = [(r.pos, r.offset, r.entry_id) for r in index_rows.of(tape).all()]
     assert [pos for pos, _, _ in rows] == list(range(1, len(lines) + 1))
     offsets = [0]
     for line in lines[:-1]:
@@ -108,7 +109,7 @@ def test_a_tape_being_indexed_elsewhere_is_read_as_indexed_without_waiting(tmp_p
     started = time.monotonic()
     assert index.refresh(tape) is False
     assert time.monotonic() - started < 1
-    assert (tape.entries, EntryRow.objects.filter(tape=tape).count()) == (5, 5)
+    assert (tape.entries, index_rows.of(tape).count()) == (5, 5)
 
 
 @pytest.mark.django_db
@@ -126,7 +127,7 @@ def test_the_lease_of_a_crashed_indexer_runs_out_and_the_next_request_takes_over
     assert index.refresh(tape) is True
     tape.refresh_from_db()
     assert (tape.entries, tape.indexer, tape.indexing_until) == (10, "", None)
-    assert list(EntryRow.objects.filter(tape=tape).values_list("pos", flat=True)) == list(range(1, 11))
+    assert [r.pos for r in index_rows.of(tape).all()] == list(range(1, 11))
 
 
 @pytest.mark.django_db
@@ -138,18 +139,18 @@ def test_an_indexer_whose_lease_was_taken_over_writes_nothing_more(tmp_path: Pat
     tape = Tape.objects.get(name="a__b")
     for line in lines[5:]:
         append_line(path, line)
-    real_scan = bub.scan
+    real_lines = bub.lines
 
     def stalled(*args, **kwargs):
         # This indexer stalls past its lease; another takes the tape over meanwhile.
         Tape.objects.filter(pk=tape.pk).update(
             indexer="newer", indexing_until=timezone.now() + timedelta(seconds=30)
         )
-        return real_scan(*args, **kwargs)
+        return real_lines(*args, **kwargs)
 
-    monkeypatch.setattr(bub, "scan", stalled)
+    monkeypatch.setattr(bub, "lines", stalled)
     assert index.refresh(tape) is False
-    assert EntryRow.objects.filter(tape=tape).count() == 5
+    assert index_rows.of(tape).count() == 5
     assert Tape.objects.get(pk=tape.pk).indexer == "newer"  # its lease is left alone
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tapeview.tapes import rows
 from tapeview.tapes.models import Tape
 
 from .operator_sources import serve, tape
@@ -110,7 +111,7 @@ def articles(html: str) -> list[str]:
 
 def test_next_and_previous_error_step_through_the_errors(viewer_client, sources) -> None:
     t = tape("telegram:8123456789", "old")
-    failing = sorted(t.entry_rows.filter(is_error=True).values_list("pos", flat=True))
+    failing = [r.pos for r in rows.of(t).where(errors=True).all()]
     html = viewer_client.get(f"/tapes/{t.key}/").content.decode()
     first = failing[0]
     assert f'<a id="next-error" href="?at={first}#e{first}">next error →</a>' in html
@@ -127,7 +128,7 @@ def test_next_and_previous_error_step_through_the_errors(viewer_client, sources)
 
 def test_stepping_in_the_errors_only_timeline_keeps_it(viewer_client, sources) -> None:
     t = tape("session_realistic", "bub")
-    failing = sorted(t.entry_rows.filter(is_error=True).values_list("pos", flat=True))
+    failing = [r.pos for r in rows.of(t).where(errors=True).all()]
     html = viewer_client.get(f"/tapes/{t.key}/", {"errors": 1, "at": failing[0]}).content.decode()
     assert f'<a id="next-error" href="?errors=1&amp;at={failing[1]}#e{failing[1]}">' in html
     assert 'id="only-errors"' not in html
@@ -143,7 +144,7 @@ def test_the_anchors_and_unreadable_counts_open_their_own_timelines(viewer_clien
 
 def test_the_pager_of_a_narrowed_timeline_keeps_the_narrowing(viewer_client, sources) -> None:
     t = tape("telegram:8123456789", "old")
-    failing = sorted(t.entry_rows.filter(is_error=True).values_list("pos", flat=True))
+    failing = [r.pos for r in rows.of(t).where(errors=True).all()]
     html = viewer_client.get(f"/tapes/{t.key}/", {"errors": 1, "after": failing[2]}).content.decode()
     shown = [int(p) for p in re.findall(r'<article class="entry [^"]*" id="e(\d+)"', html)]
     assert shown == failing[3:] and "end of these errors" in html

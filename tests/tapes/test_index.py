@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tapeview.sources import parse_sources
-from tapeview.tapes import discovery, index
-from tapeview.tapes.models import Anchor, EntryRow, Tape
+from tapeview.sources import bub, parse_sources
+from tapeview.tapes import discovery, index, rows
+from tapeview.tapes.models import Anchor, Tape
 
 pytestmark = pytest.mark.django_db
 
@@ -46,19 +46,25 @@ def test_real_tapes_are_indexed_with_their_statistics(bub_home: Path) -> None:
     assert Tape.objects.filter(owner=t).get().role == "sidecar"
 
 
-def test_appends_are_indexed_incrementally(tmp_path: Path) -> None:
+def test_appends_are_indexed_incrementally(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "a__b.jsonl"
     path.write_text(ANCHOR.format(id=1, name="session/start") + LINE.format(id=2, s=1))
     sync(tmp_path)
     t = tape("a__b")
-    first_rows = list(EntryRow.objects.filter(tape=t).values_list("pk", flat=True))
+    first_rows = rows.of(t).all()
+    read_from = []
+    lines = bub.lines
+    monkeypatch.setattr(
+        bub, "lines", lambda p, start=0, pos=1: read_from.append(start) or lines(p, start, pos)
+    )
     with path.open("a") as f:
         f.write(LINE.format(id=3, s=2))
     index.refresh(t)
     t.refresh_from_db()
     assert (t.entries, t.entries_since_anchor, t.next_pos) == (3, 2, 4)
-    # Only the new line was read: the old rows are the same rows.
-    assert list(EntryRow.objects.filter(tape=t, pos__lt=3).values_list("pk", flat=True)) == first_rows
+    # Only the new line was read, and the old entries are where they were.
+    assert set(read_from) == {first_rows[-1].offset + first_rows[-1].length}  # the index's, and search's
+    assert rows.of(t).before(3).all() == first_rows
 
 
 def test_unfinished_line_is_consumed_only_when_its_newline_arrives(tmp_path: Path) -> None:
@@ -86,7 +92,7 @@ def test_a_reset_tape_is_indexed_again_from_zero(tmp_path: Path) -> None:
     index.refresh(t)
     t.refresh_from_db()
     assert (t.entries, t.anchors) == (1, 1)
-    assert list(EntryRow.objects.filter(tape=t).values_list("kind", flat=True)) == ["anchor"]
+    assert [r.kind for r in rows.of(t).all()] == ["anchor"]
 
 
 def test_a_file_replaced_by_a_bigger_one_is_noticed_by_its_inode(tmp_path: Path) -> None:
@@ -116,19 +122,18 @@ def test_deleting_the_index_and_indexing_again_gives_the_same_index(bub_home: Pa
     before = list(
         Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors")
     )
-    entries_before = list(
-        EntryRow.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind")
-    )
+    entries_before = _entries()
     Tape.objects.all().delete()
     sync(bub_home)
     assert (
         list(Tape.objects.order_by("key").values("key", "label", "entries", "anchors", "tokens", "errors"))
         == before
     )
-    assert (
-        list(EntryRow.objects.order_by("tape__key", "pos").values_list("tape__key", "pos", "offset", "kind"))
-        == entries_before
-    )
+    assert _entries() == entries_before
+
+
+def _entries() -> list[tuple]:
+    return [(t.key, r.pos, r.offset, r.kind) for t in Tape.objects.order_by("key") for r in rows.of(t).all()]
 
 
 def test_tapes_whose_files_are_gone_leave_the_index(bub_home: Path, tmp_path: Path) -> None:

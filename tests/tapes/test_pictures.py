@@ -11,8 +11,9 @@ import pytest
 from django.core.cache import cache
 from django.template import Context, Template
 
-from tapeview.tapes import pictures
-from tapeview.tapes.models import Anchor, EntryRow, Tape
+from tapeview.tapes import bulk, pictures
+from tapeview.tapes.models import Anchor, Tape
+from tapeview.tapes.packing import Batch, flags, micros
 from tapeview.tapes.phases import Phase
 
 from .test_phases import bub_lines, expected_bub_phases, is_error
@@ -126,8 +127,10 @@ def test_positions_far_past_a_32_bit_product_still_fall_in_their_bucket(db) -> N
     tape = Tape.objects.create(
         key="far", source="s", kind="bub", rel="far", path="/x", name="far", label="far"
     )
+    batch = Batch()
     for pos, kind in ((1, "anchor"), (30_000_000, "tool_call"), (49_999_999, "anchor")):
-        EntryRow.objects.create(tape=tape, pos=pos, offset=pos, length=1, kind=kind, name=f"n{pos}")
+        batch.add(pos, pos, 1, pos, kind, f"n{pos}", micros(None), flags(True, False, True, True))
+    bulk.append(tape, batch)
     tape.next_pos = 50_000_000
     tape.save()
     found = pictures.marks(tape)
@@ -313,17 +316,11 @@ def big_tape(rows: int) -> Tape:
         last_at=start + timedelta(minutes=4 * (rows - 1)),
     )
 
-    EntryRow.objects.bulk_create(
-        EntryRow(
-            tape=tape,
-            pos=pos,
-            offset=pos * 100,
-            length=100,
-            kind=big_kind(pos)[0],
-            is_error=big_kind(pos)[1],
-            name=f"phase/{pos // 500}" if big_kind(pos)[0] == "anchor" else "",
-            date=start + timedelta(minutes=4 * (pos - 1)),
-        )
-        for pos in range(1, rows + 1)
-    )
+    batch = Batch()
+    for pos in range(1, rows + 1):
+        kind, is_error = big_kind(pos)
+        name = f"phase/{pos // 500}" if kind == "anchor" else ""
+        date = micros(start + timedelta(minutes=4 * (pos - 1)))
+        batch.add(pos, pos * 100, 100, pos, kind, name, date, flags(True, is_error, True, True))
+    bulk.append(tape, batch)
     return tape

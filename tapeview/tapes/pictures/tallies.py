@@ -1,31 +1,18 @@
-"""The numbers behind a tape's pictures, each gathered by one aggregate query in a fixed number
-of buckets: a tape of a million entries costs the database a scan and Python a few hundred
-numbers, never its rows. Kept in the cache until the tape's index changes."""
+"""The numbers behind a tape's pictures, each counted over the packed index in a fixed number of
+buckets: a tape of a million entries costs array arithmetic over its chunks and a few hundred
+numbers, never a row per entry. Kept in the cache until the tape's index changes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from django.core.cache import cache
-from django.db.models import (
-    BigIntegerField,
-    Case,
-    CharField,
-    Count,
-    ExpressionWrapper,
-    F,
-    FloatField,
-    Func,
-    IntegerField,
-    Max,
-    Min,
-    Q,
-    Value,
-    When,
-)
-from django.db.models.functions import Cast
 
-from ..models import EntryRow, Tape
+from .. import rows
+from ..models import Tape
+from ..packing import ERROR, NO_DATE, micros
+from ..rows import Match
 
 SPARK_BUCKETS = 40
 STRIP_BUCKETS = 200
@@ -68,42 +55,6 @@ class Marks:
     positions: int  # the tape's lines: entries and unreadable ones
 
 
-class EpochSeconds(Func):
-    """A datetime column as seconds since 1970, on SQLite and PostgreSQL."""
-
-    output_field = FloatField()
-
-    def as_sqlite(self, compiler, connection, **extra):
-        template = "((julianday(%(expressions)s) - 2440587.5) * 86400.0)"
-        return self.as_sql(compiler, connection, template=template, **extra)
-
-    def as_postgresql(self, compiler, connection, **extra):
-        template = "EXTRACT(EPOCH FROM %(expressions)s)::double precision"
-        return self.as_sql(compiler, connection, template=template, **extra)
-
-
-class Truncated(Func):
-    """A non-negative number rounded down to an integer (a bucket's number)."""
-
-    output_field = IntegerField()
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="CAST(%(expressions)s AS INTEGER)", **extra)
-
-    def as_postgresql(self, compiler, connection, **extra):
-        template = "CAST(FLOOR(%(expressions)s) AS INTEGER)"
-        return self.as_sql(compiler, connection, template=template, **extra)
-
-
-def _position_bucket(positions: int, buckets: int) -> ExpressionWrapper:
-    # Integer division on both databases; bigint so that pos * buckets cannot overflow.
-    big = BigIntegerField()
-    pos = Cast(F("pos"), big) - Value(1, output_field=big)
-    return ExpressionWrapper(
-        pos * Value(buckets, output_field=big) / Value(positions, output_field=big), output_field=big
-    )
-
-
 def _cached(kind: str, tape: Tape, compute):
     state = (tape.pk, tape.key, tape.next_pos, tape.indexed_offset, tape.size, tape.mtime_ns)
     key = "tapeview:pictures:" + ":".join(map(str, (kind, *state)))
@@ -121,30 +72,33 @@ def activity(tape: Tape, buckets: int = SPARK_BUCKETS) -> Activity:
 
 
 def _activity(tape: Tape, buckets: int) -> Activity:
-    rows = EntryRow.objects.filter(tape=tape)
     if tape.first_at is not None and tape.last_at is not None and tape.last_at > tape.first_at:
         span = (tape.last_at - tape.first_at).total_seconds()
-        scaled = ExpressionWrapper(
-            (EpochSeconds("date") - Value(tape.first_at.timestamp())) * Value(buckets / span),
-            output_field=FloatField(),
-        )
-        grouped = rows.filter(date__isnull=False).annotate(b=Truncated(scaled))
-        return Activity(_counts(grouped, buckets), "time", span)
+        first, scale = micros(tape.first_at), buckets / (span * 1e6)
+        counts = np.zeros(buckets, dtype=np.int64)
+        for chunk, picked in rows.of(tape).chunks():
+            dates = chunk.columns["date"][picked]
+            dates = dates[dates != NO_DATE]
+            counts += _bucketed(((dates - first) * scale).astype(np.int64), buckets)
+        return Activity(tuple(counts.tolist()), "time", span)
     positions = max(tape.next_pos - 1, 0)
     buckets = min(buckets, positions)  # a short tape: a bar per entry
     if not buckets:
         return Activity((), "position", 0.0)
-    grouped = rows.annotate(b=_position_bucket(positions, buckets))
-    return Activity(_counts(grouped, buckets), "position", 0.0)
+    counts = np.zeros(buckets, dtype=np.int64)
+    for chunk, picked in rows.of(tape).chunks():
+        counts += _bucketed(_position_bucket(chunk.columns["pos"][picked], positions, buckets), buckets)
+    return Activity(tuple(counts.tolist()), "position", 0.0)
 
 
-def _counts(grouped, buckets: int) -> tuple[int, ...]:
-    """Rows per bucket `b`; a row indexed since the tape was read, or dated past its last
-    entry's date, counts in the last bucket."""
-    counts = [0] * buckets
-    for row in grouped.values("b").annotate(n=Count("pk")).order_by():
-        counts[min(max(row["b"], 0), buckets - 1)] += row["n"]
-    return tuple(counts)
+def _position_bucket(pos: np.ndarray, positions: int, buckets: int) -> np.ndarray:
+    return (pos.astype(np.int64) - 1) * buckets // positions
+
+
+def _bucketed(b: np.ndarray, buckets: int) -> np.ndarray:
+    """Entries per bucket; one indexed since the tape was read, or dated past its last entry's
+    date, counts in the last bucket."""
+    return np.bincount(np.clip(b, 0, buckets - 1), minlength=buckets)
 
 
 def marks(tape: Tape, buckets: int = STRIP_BUCKETS) -> Marks:
@@ -158,23 +112,22 @@ def _marks(tape: Tape, buckets: int) -> Marks:
     buckets = min(buckets, positions)
     if buckets == 0:
         return Marks((), 0, 0)
-    what = Case(
-        When(is_error=True, then=Value("error")),
-        When(kind="anchor", then=Value("anchor")),
-        default=Value("call"),
-        output_field=CharField(),
-    )
-    grouped = (
-        EntryRow.objects.filter(tape=tape)
-        .filter(Q(is_error=True) | Q(kind__in=("anchor", "tool_call")))
-        .annotate(b=_position_bucket(positions, buckets), what=what)
-        .values("b", "what")
-        .annotate(n=Count("pk"), first=Min("pos"), last=Max("pos"), label=Min("name"))
-        .order_by()
-    )
-    found = [
-        Mark(r["what"], min(max(r["b"], 0), buckets - 1), r["n"], r["first"], r["last"], r["label"] or "")
-        for r in grouped
-    ]
+    groups: dict[tuple[str, int], list] = {}  # (what, bucket) -> [count, first, last, least name]
+    marked = rows.of(tape).any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
+    for chunk, picked in marked.chunks():
+        c = chunk.columns
+        kinds = np.array(chunk.kinds, dtype=object)[c["kind"][picked]]
+        names = np.array(chunk.names, dtype=object)[c["name"][picked]]
+        errors = (c["flags"][picked] & ERROR) != 0
+        what = np.where(errors, "error", np.where(kinds == "anchor", "anchor", "call"))
+        bucket = np.clip(_position_bucket(c["pos"][picked], positions, buckets), 0, buckets - 1)
+        for w, b, pos, name in zip(
+            what.tolist(), bucket.tolist(), c["pos"][picked].tolist(), names, strict=True
+        ):
+            group = groups.setdefault((w, b), [0, pos, pos, name])
+            group[0] += 1
+            group[2] = pos
+            group[3] = min(group[3], name)
+    found = [Mark(w, b, n, first, last, name or "") for (w, b), (n, first, last, name) in groups.items()]
     found.sort(key=lambda m: (MARKS.index(m.what), m.bucket))
     return Marks(tuple(found), buckets, positions)

@@ -1,0 +1,137 @@
+"""The indexer's bulk path through a Bub tape: most lines only count.
+
+A message, a tool call or result, a system prompt or a plain event changes nothing but counts: the
+tape's and its phase's entries, dates, roles and tool calls. Such a line is parsed and accounted
+here, in one loop over local names, without an Entry, a Row or an Anchor. Every other line
+(anchors, errors, usage, the model, a label still wanted, anything unusual) goes, with its parsed
+JSON, to the indexer's full path, which reads it exactly as the agent's reader does
+(sources.bub_lines) before this loop goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
+
+import orjson
+
+from .models import Tape
+from .packing import CONTEXT, HAS_ID, READABLE, Batch
+from .phase_tally import MODEL_EVENTS, PhaseTally
+
+PLAIN_KINDS = frozenset({"message", "tool_call", "tool_result", "event", "system"})
+NOT_PLAIN_EVENTS = frozenset({*MODEL_EVENTS, "loop.start"})
+IN_CONTEXT, OUT_OF_CONTEXT = READABLE | CONTEXT | HAS_ID, READABLE | HAS_ID
+NOT_PARSED = object()  # handed to the full path for a line that is not JSON
+
+
+class Run(Protocol):
+    """The indexing run the lane works for (tapes.index)."""
+
+    tape: Tape
+    tally: PhaseTally
+    rows: Batch  # the batch being gathered
+    size: int  # entries in a batch
+
+    def full(self, pos: int, offset: int, line: object, parsed: object) -> None:
+        """The full path for one line: its bytes and parsed JSON (or NOT_PARSED), or its Entry."""
+
+    def flush(self) -> None:
+        """Write the batch out; `rows` is a new one after."""
+
+    def wants_label(self) -> bool: ...
+
+
+def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
+    """Index (pos, offset, line) in file order: a line is its bytes without the newline, or the
+    Entry already read from the head of one too long to parse (sources.bub.lines)."""
+    loads, fromiso, decode_error = orjson.loads, datetime.fromisoformat, orjson.JSONDecodeError
+    tape, tally, size = run.tape, run.tally, run.size
+    batch = run.rows
+    for pos, offset, raw in lines:
+        if type(raw) is not bytes:
+            run.full(pos, offset, raw, NOT_PARSED)
+            batch = run.rows
+            continue
+        try:
+            obj = loads(raw)
+        except decode_error:
+            obj = NOT_PARSED
+        phase = tally.current
+        plain = type(obj) is dict and phase is not None
+        if plain:
+            eid, kind, payload, date = obj.get("id"), obj.get("kind"), obj.get("payload"), obj.get("date")
+            plain = type(eid) is int and kind in PLAIN_KINDS and type(payload) is dict and type(date) is str
+        if plain:
+            calls, name = 0, ""
+            if kind == "message":
+                role = payload.get("role")
+                name = role if type(role) is str else ""
+                plain = not run.wants_label()
+            elif kind == "tool_call":
+                found = payload.get("calls")
+                calls = len(found) if type(found) is list else 0
+            elif kind == "tool_result":
+                results = payload.get("results")
+                plain = type(results) is not list or not any(
+                    type(r) is dict and "message" in r and "kind" in r for r in results
+                )
+            elif kind == "event":
+                name = payload.get("name")
+                name = name if type(name) is str else ""
+                data = payload.get("data")
+                data = data if type(data) is dict else {}
+                plain = not (
+                    name in NOT_PLAIN_EVENTS
+                    or name.endswith(".error")
+                    or data.get("status") == "error"
+                    or (name == "loop.result" and data.get("error"))
+                )
+        if plain:
+            try:
+                when = fromiso(date)
+            except ValueError:
+                when = None
+            plain = when is not None and when.tzinfo is not None
+        if not plain:
+            run.full(pos, offset, raw, obj)
+            batch = run.rows
+            continue
+        meta = obj.get("meta")
+        length = len(raw) + 1  # and its newline
+        batch.pos.append(pos)
+        batch.offset.append(offset)
+        batch.length.append(length)
+        batch.entry_id.append(eid)
+        batch.date.append(round(when.timestamp() * 1_000_000))  # packing.micros(), inline
+        batch.kind.append(kind)
+        batch.name.append(name)
+        batch.flags.append(
+            OUT_OF_CONTEXT if type(meta) is dict and meta.get("context") is False else IN_CONTEXT
+        )
+        tape.entries += 1
+        tape.entries_since_anchor += 1
+        tape.last_id = eid
+        if tape.first_at is None or when < tape.first_at:
+            tape.first_at = when
+        if tape.last_at is None or when > tape.last_at:
+            tape.last_at = when
+        tape.indexed_offset, tape.next_pos = offset + length, pos + 1
+        phase.end_pos = pos
+        phase.entries += 1
+        if phase.started_at is None:
+            phase.started_at = phase.ended_at = when
+        elif when > phase.ended_at:
+            phase.ended_at = when
+        elif when < phase.started_at:
+            phase.started_at = when
+        if calls:
+            phase.tool_calls += calls
+        elif name and kind == "message":
+            role = name[:40]
+            phase.roles[role] = phase.roles.get(role, 0) + 1
+        tally.touched = True
+        if len(batch.pos) >= size:
+            run.flush()
+            batch = run.rows

@@ -1,0 +1,185 @@
+"""A run of a tape's entries packed as arrays: where each sits in the file and what it is.
+
+The offset index keeps no database row per entry (at a few microseconds a row, the rows alone cost
+more than parsing the file): it keeps chunks of up to `CHUNK` consecutive entries, each a handful
+of arrays in one blob, the kinds and names its codes stand for, and a tally of its entries by
+(kind, name, flags) that answers most counts and "is there any" without opening the arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import orjson
+
+CHUNK = 4096
+NO_ID = np.iinfo(np.int64).min  # an entry without an id (an unreadable line)
+NO_DATE = np.iinfo(np.int64).min  # an entry without a time
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_NAME = 200
+
+# Flag bits of an entry.
+READABLE, ERROR, CONTEXT, HAS_ID = 1, 2, 4, 8
+
+# The arrays of a chunk, in blob order: name, dtype.
+LAYOUT = (
+    ("pos", np.int32),
+    ("offset", np.int64),
+    ("length", np.int64),
+    ("entry_id", np.int64),
+    ("date", np.int64),  # microseconds since the epoch, UTC
+    ("kind", np.uint16),  # a code into Chunk.kinds
+    ("name", np.uint16),  # a code into Chunk.names
+    ("flags", np.uint8),
+)
+
+
+def micros(value: datetime | None) -> int:
+    """A date as microseconds since the epoch, NO_DATE for none."""
+    if value is None:
+        return NO_DATE
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    # The float is within 0.2 µs of the time for any date before 2200, so the rounding is exact.
+    return round(value.timestamp() * 1_000_000)
+
+
+def from_micros(value: int) -> datetime | None:
+    return None if value == NO_DATE else EPOCH + timedelta(microseconds=int(value))
+
+
+def flags(readable: bool, is_error: bool, context: bool, has_id: bool) -> int:
+    return (
+        (READABLE if readable else 0)
+        | (ERROR if is_error else 0)
+        | (CONTEXT if context else 0)
+        | (HAS_ID if has_id else 0)
+    )
+
+
+@dataclass
+class Chunk:
+    """Consecutive entries of one tape (positions ascending; a blank line's position has no entry)."""
+
+    kinds: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    _codes: dict[tuple[int, str], int] = field(default_factory=dict, repr=False)
+
+    @property
+    def count(self) -> int:
+        return len(self.columns["pos"]) if self.columns else 0
+
+    def tally(self) -> dict[str, int]:
+        """Entries by kind, name and flags: "kind\\tname\\tflags" -> how many."""
+        if not self.count:
+            return {}
+        c = self.columns
+        keys = (c["kind"].astype(np.int64) << 24) | (c["name"].astype(np.int64) << 8) | c["flags"]
+        found, counts = np.unique(keys, return_counts=True)
+        return {
+            f"{self.kinds[k >> 24]}\t{self.names[(k >> 8) & 0xFFFF]}\t{k & 0xFF}": int(n)
+            for k, n in zip(found.tolist(), counts.tolist(), strict=True)
+        }
+
+    def vocab(self) -> str:
+        return orjson.dumps({"kinds": self.kinds, "names": self.names}).decode()
+
+    def blob(self) -> bytes:
+        return b"".join(np.ascontiguousarray(self.columns[name], dtype).tobytes() for name, dtype in LAYOUT)
+
+    def extended(self, batch: Batch) -> Chunk:
+        """This chunk with a batch's entries after its own."""
+        kinds, names = list(self.kinds), list(self.names)
+        kind_at = {k: i for i, k in enumerate(kinds)}
+        name_at = {n: i for i, n in enumerate(names)}
+        for kind in dict.fromkeys(batch.kind):
+            if kind not in kind_at:
+                kind_at[kind] = len(kinds)
+                kinds.append(kind)
+        for name in dict.fromkeys(batch.name):
+            short = name[:MAX_NAME]
+            if short not in name_at:
+                name_at[short] = len(names)
+                names.append(short)
+            name_at[name] = name_at[short]  # a long name is kept as its first MAX_NAME characters
+        new = batch.arrays(kind_at, name_at)
+        if self.count:
+            new = {name: np.concatenate([self.columns[name], new[name]]) for name, _ in LAYOUT}
+        return Chunk(kinds, names, new)
+
+    def sliced(self, start: int, stop: int) -> Chunk:
+        return Chunk(self.kinds, self.names, {k: v[start:stop] for k, v in self.columns.items()})
+
+
+def decode(blob: bytes, vocab: str) -> Chunk:
+    words = orjson.loads(vocab)
+    n = len(blob) // sum(np.dtype(dtype).itemsize for _, dtype in LAYOUT)
+    columns, at = {}, 0
+    for name, dtype in LAYOUT:
+        size = n * np.dtype(dtype).itemsize
+        columns[name] = np.frombuffer(blob, dtype, n, at)
+        at += size
+    return Chunk(words["kinds"], words["names"], columns)
+
+
+class Batch:
+    """Entries gathered by the indexer before they go into chunks: a plain list per column (the
+    bulk path appends to them directly), turned into arrays and codes once per batch."""
+
+    def __init__(self) -> None:
+        self.pos: list[int] = []
+        self.offset: list[int] = []
+        self.length: list[int] = []
+        self.entry_id: list[int | None] = []
+        self.date: list[int] = []  # micros()
+        self.kind: list[str] = []
+        self.name: list[str] = []
+        self.flags: list[int] = []  # flags()
+
+    def __len__(self) -> int:
+        return len(self.pos)
+
+    def add(
+        self,
+        pos: int,
+        offset: int,
+        length: int,
+        entry_id: int | None,
+        kind: str,
+        name: str,
+        date: int,
+        flag: int,
+    ) -> None:
+        """One entry; `date` in microseconds (micros()), `flag` from flags()."""
+        self.pos.append(pos)
+        self.offset.append(offset)
+        self.length.append(length)
+        self.entry_id.append(entry_id)
+        self.date.append(date)
+        self.kind.append(kind)
+        self.name.append(name)
+        self.flags.append(flag)
+
+    def arrays(self, kind_code: dict[str, int], name_code: dict[str, int]) -> dict[str, np.ndarray]:
+        """The columns, kinds and names as their codes (which these hold for every one of them)."""
+        return {
+            "pos": np.array(self.pos, dtype=np.int32),
+            "offset": np.array(self.offset, dtype=np.int64),
+            "length": np.array(self.length, dtype=np.int64),
+            "entry_id": _ids(self.entry_id),
+            "date": np.array(self.date, dtype=np.int64),
+            "kind": np.array([kind_code[k] for k in self.kind], dtype=np.uint16),
+            "name": np.array([name_code[n] for n in self.name], dtype=np.uint16),
+            "flags": np.array(self.flags, dtype=np.uint8),
+        }
+
+
+def _ids(ids: list[int | None]) -> np.ndarray:
+    """The agent's ids as 64-bit integers; none (or one past 64 bits, a hand-edited file) is NO_ID."""
+    try:
+        return np.array(ids, dtype=np.int64)
+    except (TypeError, OverflowError):
+        return np.array([NO_ID if i is None or not NO_ID < i < 2**63 else i for i in ids], dtype=np.int64)
