@@ -1,10 +1,10 @@
 """The indexer's bulk path through a Bub tape: most lines only count.
 
-A message, a tool call or result, a system prompt or a plain event changes nothing but counts: the
-tape's and its phase's entries, dates, roles and tool calls. Such a line is parsed and accounted
-here, in one loop over local names, without an Entry, a Row or an Anchor. Every other line
-(anchors, errors, usage, the model, a label still wanted, anything unusual) goes, with its parsed
-JSON, to the indexer's full path, which reads it exactly as the agent's reader does
+A message, a tool call or result, a system prompt or an event that is no error changes nothing
+but counts: the tape's and its phase's entries, dates, roles, tool calls, tokens and model. Such a
+line is parsed and accounted here, in one loop over local names, without an Entry, a Row or an
+Anchor. Every other line (anchors, errors, a label still wanted, anything unusual) goes, with its
+parsed JSON, to the indexer's full path, which reads it exactly as the agent's reader does
 (sources.bub_lines) before this loop goes on.
 """
 
@@ -21,7 +21,6 @@ from .packing import CONTEXT, HAS_ID, READABLE, Batch
 from .phase_tally import MODEL_EVENTS, PhaseTally
 
 PLAIN_KINDS = frozenset({"message", "tool_call", "tool_result", "event", "system"})
-NOT_PLAIN_EVENTS = frozenset({*MODEL_EVENTS, "loop.start"})
 IN_CONTEXT, OUT_OF_CONTEXT = READABLE | CONTEXT | HAS_ID, READABLE | HAS_ID
 NOT_PARSED = object()  # handed to the full path for a line that is not JSON
 
@@ -64,7 +63,7 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
             eid, kind, payload, date = obj.get("id"), obj.get("kind"), obj.get("payload"), obj.get("date")
             plain = type(eid) is int and kind in PLAIN_KINDS and type(payload) is dict and type(date) is str
         if plain:
-            calls, name = 0, ""
+            calls, name, data = 0, "", None
             if kind == "message":
                 role = payload.get("role")
                 name = role if type(role) is str else ""
@@ -83,10 +82,10 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
                 data = payload.get("data")
                 data = data if type(data) is dict else {}
                 plain = not (
-                    name in NOT_PLAIN_EVENTS
-                    or name.endswith(".error")
+                    name.endswith(".error")
                     or data.get("status") == "error"
                     or (name == "loop.result" and data.get("error"))
+                    or (name == "loop.start" and run.wants_label())
                 )
         if plain:
             try:
@@ -131,7 +130,34 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
         elif name and kind == "message":
             role = name[:40]
             phase.roles[role] = phase.roles.get(role, 0) + 1
+        if data and name in MODEL_EVENTS:
+            _model_and_usage(tape, phase, name, data)
         tally.touched = True
         if len(batch.pos) >= size:
             run.flush()
             batch = run.rows
+
+
+def _model_and_usage(tape: Tape, phase, name: str, data: dict) -> None:
+    """What a `run`, `loop.start` or `model_switch` event tells, as PhaseTally.add and the indexer
+    count it from the Entry that sources.bub_lines makes of it."""
+    model = data.get("model")
+    if type(model) is str and model:
+        phase.model = tape.model = model[:200]
+    usage = data.get("usage") if name == "run" else None
+    if type(usage) is not dict:
+        return
+    tokens, prompt = _int(usage.get("total_tokens")), _int(usage.get("prompt_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = _int(details.get("cached_tokens")) if type(details) is dict else 0
+    tape.tokens = (tape.tokens or 0) + tokens
+    if prompt:
+        tape.last_prompt_tokens, tape.last_cached_tokens = prompt, cached
+    tape.context_tokens = prompt  # the prompt of the latest call since the last anchor
+    phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
+    phase.completion_tokens = (phase.completion_tokens or 0) + max(0, tokens - prompt)
+    phase.cached_tokens = (phase.cached_tokens or 0) + cached
+
+
+def _int(value: object) -> int:
+    return value if type(value) is int else 0

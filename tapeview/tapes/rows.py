@@ -10,105 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 import orjson
 from django.db.models import QuerySet
 
+from .chunk_rows import Match, Row, rows_of, split_key
 from .models import EntryChunk, Tape
-from .packing import CONTEXT, ERROR, HAS_ID, NO_DATE, NO_ID, READABLE, Chunk, decode, from_micros, micros
+from .packing import Chunk, decode
 
 SUMMARIES = 16  # chunk summaries fetched at a time while walking a tape
 SUMMARY = ("id", "first_pos", "last_pos", "tally")
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One entry's place in its file (offset, length) and what the indexer saw of it."""
-
-    pos: int
-    offset: int
-    length: int
-    entry_id: int | None
-    kind: str
-    name: str
-    date: datetime | None
-    readable: bool
-    is_error: bool
-    context: bool
-
-
-@dataclass(frozen=True)
-class Match:
-    """What a row must be; an empty Match matches every row. Fields left at their default ask nothing."""
-
-    kinds: tuple[str, ...] = ()
-    not_kinds: tuple[str, ...] = ()
-    names: tuple[str, ...] = ()
-    ids: tuple[int, ...] = ()  # the agent's entry ids
-    name_prefix: str = ""
-    name_contains: str = ""
-    errors: bool | None = None
-    readable: bool | None = None
-    context: bool | None = None
-    longer_than: int | None = None  # length in bytes
-    at_most: int | None = None  # length in bytes
-    has_id: bool | None = None
-    min_id: int | None = None
-    since: datetime | None = None  # dated at or after (undated rows never match)
-
-    def by_words(self) -> bool:
-        """Whether a chunk's tally alone answers this Match (no length, id or date in it)."""
-        return (self.longer_than, self.at_most, self.min_id, self.since) == (None,) * 4 and not self.ids
-
-    def allows(self, kind: str, name: str, flag: int) -> bool:
-        """Whether entries of this kind, name and flags can be this Match (all of it, when by_words)."""
-        if not self._kind_ok(kind):
-            return False
-        if not self._name_ok(name):
-            return False
-        return all(want is None or bool(flag & bit) == want for want, bit in self._flags())
-
-    def mask(self, chunk: Chunk) -> np.ndarray:
-        """Which of a chunk's entries are this Match."""
-        c = chunk.columns
-        kinds = [i for i, k in enumerate(chunk.kinds) if self._kind_ok(k)]
-        keep = np.isin(c["kind"], kinds)
-        if self.names or self.name_prefix or self.name_contains:
-            keep &= np.isin(c["name"], [i for i, n in enumerate(chunk.names) if self._name_ok(n)])
-        for want, bit in self._flags():
-            if want is not None:
-                keep &= ((c["flags"] & bit) != 0) == want
-        if self.longer_than is not None:
-            keep &= c["length"] > self.longer_than
-        if self.at_most is not None:
-            keep &= c["length"] <= self.at_most
-        if self.ids:
-            keep &= np.isin(c["entry_id"], list(self.ids))
-        if self.min_id is not None:
-            keep &= (c["entry_id"] >= self.min_id) & (c["entry_id"] != NO_ID)
-        if self.since is not None:
-            keep &= (c["date"] >= micros(self.since)) & (c["date"] != NO_DATE)
-        return keep
-
-    def _flags(self) -> tuple[tuple[bool | None, int], ...]:
-        return (
-            (self.errors, ERROR),
-            (self.readable, READABLE),
-            (self.context, CONTEXT),
-            (self.has_id, HAS_ID),
-        )
-
-    def _kind_ok(self, kind: str) -> bool:
-        return (not self.kinds or kind in self.kinds) and kind not in self.not_kinds
-
-    def _name_ok(self, name: str) -> bool:
-        return (
-            (not self.names or name in self.names)
-            and name.startswith(self.name_prefix)
-            and self.name_contains in name
-        )
 
 
 @dataclass(frozen=True)
@@ -174,7 +86,7 @@ class Rows:
         """The first `limit` rows, in file order."""
         found: list[Row] = []
         for chunk, picked in self._walk(descending=False):
-            found += _rows(chunk, picked[: limit - len(found)])
+            found += rows_of(chunk, picked[: limit - len(found)])
             if len(found) >= limit:
                 break
         return found
@@ -183,14 +95,14 @@ class Rows:
         """The last `limit` rows, in file order."""
         found: list[Row] = []
         for chunk, picked in self._walk(descending=True):
-            found = _rows(chunk, picked[max(0, len(picked) - (limit - len(found))) :]) + found
+            found = rows_of(chunk, picked[max(0, len(picked) - (limit - len(found))) :]) + found
             if len(found) >= limit:
                 break
         return found
 
     def all(self) -> list[Row]:
         """Every row, in file order: for selections known to be small."""
-        return [row for chunk, picked in self._walk(descending=False) for row in _rows(chunk, picked)]
+        return [row for chunk, picked in self._walk(descending=False) for row in rows_of(chunk, picked)]
 
     def first(self) -> Row | None:
         found = self.head(1)
@@ -234,7 +146,7 @@ class Rows:
         found = []
         for chunk, picked in narrowed._walk(descending=False):
             hits = picked[np.isin(chunk.columns["pos"][picked], wanted)]
-            found += _rows(chunk, hits)
+            found += rows_of(chunk, hits)
         return found
 
     def chunks(self) -> Iterator[tuple[Chunk, np.ndarray]]:
@@ -296,7 +208,7 @@ class Rows:
         return any(self._allows(key) for key in summary.tally)
 
     def _allows(self, key: str) -> bool:
-        kind, name, flag = _split(key)
+        kind, name, flag = split_key(key)
         return all(any(m.allows(kind, name, flag) for m in group) for group in self.conditions)
 
     def _pick(self, chunk: Chunk) -> np.ndarray:
@@ -326,7 +238,7 @@ def everywhere(match: Match) -> QuerySet[Tape]:
     holders = {
         tape_id
         for tape_id, tally in EntryChunk.objects.values_list("tape_id", "tally").iterator()
-        if any(match.allows(*_split(key)) for key in orjson.loads(tally))
+        if any(match.allows(*split_key(key)) for key in orjson.loads(tally))
     }
     return Tape.objects.filter(pk__in=holders)
 
@@ -336,45 +248,8 @@ def at(tape: Tape, pos: int) -> Row | None:
     return found[0] if found else None
 
 
-def _split(key: str) -> tuple[str, str, int]:
-    kind, name, flag = key.split("\t")
-    return kind, name, int(flag)
-
-
 def _open(summary: _Summary) -> Chunk:
     if summary.opened is not None:
         return summary.opened
     columns, vocab = EntryChunk.objects.values_list("columns", "vocab").get(pk=summary.id)
     return decode(bytes(columns), vocab)
-
-
-def _rows(chunk: Chunk, picked: np.ndarray) -> list[Row]:
-    if not len(picked):
-        return []
-    c, kinds, names = chunk.columns, chunk.kinds, chunk.names
-    columns = zip(
-        c["pos"][picked].tolist(),
-        c["offset"][picked].tolist(),
-        c["length"][picked].tolist(),
-        c["entry_id"][picked].tolist(),
-        c["date"][picked].tolist(),
-        c["kind"][picked].tolist(),
-        c["name"][picked].tolist(),
-        c["flags"][picked].tolist(),
-        strict=True,
-    )
-    return [
-        Row(
-            pos,
-            offset,
-            length,
-            None if entry_id == NO_ID else entry_id,
-            kinds[kind],
-            names[name],
-            from_micros(date),
-            bool(flag & READABLE),
-            bool(flag & ERROR),
-            bool(flag & CONTEXT),
-        )
-        for pos, offset, length, entry_id, date, kind, name, flag in columns
-    ]
