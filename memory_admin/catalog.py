@@ -14,7 +14,6 @@ from tapeview.sources import SourceSpec, paths
 from tapeview.tapes import rows as index_rows
 from tapeview.tapes.discovery import configured_sources, this_host
 from tapeview.tapes.models import Tape
-from tapeview.tapes.rows import Match
 
 from .models import MemoryStore
 from .stores import araliya_kv, bub_zone, nanobot_memory, yachiyo_memory
@@ -71,7 +70,7 @@ def _roots(spec: SourceSpec) -> list[Path]:
 
 def _zone_refs(source: str) -> list[tuple[StoreRef, Tape]]:
     """A store per tape whose memory zone is in the tape itself or in its memory sidecar."""
-    sealed = index_rows.everywhere(Match(kinds=("anchor",), names=("memory/seal",)))
+    sealed = index_rows.anchored(["memory/seal"])
     holders = sealed.filter(host=this_host(), source=source)
     chosen: dict[int, tuple[Tape, Tape]] = {}
     for holder in holders.select_related("owner").order_by("pk"):

@@ -16,7 +16,7 @@ import orjson
 from django.db.models import QuerySet
 
 from .chunk_rows import Match, Row, rows_of, split_key
-from .models import EntryChunk, Tape
+from .models import Anchor, EntryChunk, Tape
 from .packing import Chunk, decode
 
 SUMMARIES = 16  # chunk summaries fetched at a time while walking a tape
@@ -232,15 +232,10 @@ def of(tapes: Tape | Iterable[Tape]) -> Rows:
     return Rows(tapes)
 
 
-def everywhere(match: Match) -> QuerySet[Tape]:
-    """The tapes, of the whole index, with at least one row that is `match` (by kind, name and flags:
-    answered from the chunks' tallies alone)."""
-    holders = {
-        tape_id
-        for tape_id, tally in EntryChunk.objects.values_list("tape_id", "tally").iterator()
-        if any(match.allows(*split_key(key)) for key in orjson.loads(tally))
-    }
-    return Tape.objects.filter(pk__in=holders)
+def anchored(names: Sequence[str]) -> QuerySet[Tape]:
+    """The tapes, of the whole index, with an anchor of one of these names (the anchors are rows
+    of their own, queried by value)."""
+    return Tape.objects.filter(pk__in=Anchor.objects.filter(name__in=names).values("tape"))
 
 
 def at(tape: Tape, pos: int) -> Row | None:

@@ -171,8 +171,10 @@ def archive_boundary(tape: Tape) -> int | None:
 
     Read through the index: the metadata line's bytes only, and counts of message rows.
     """
+    if tape.kind == "bub":  # Bub keeps no archive pointer (sources.bub.pointer): its anchors cut
+        return None
     rows = index_rows.of(tape)
-    # Only a family that keeps an archive pointer writes a metadata record: one indexed lookup.
+    # Only a family that keeps an archive pointer writes a metadata record.
     meta = rows.where(kinds=("metadata",), readable=True).last()
     if meta is None:
         return None

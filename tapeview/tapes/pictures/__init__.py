@@ -13,6 +13,7 @@ from .tallies import (
     Mark,
     Marks,
     activity,
+    cached,
     marks,
 )
 
@@ -25,6 +26,7 @@ __all__ = [
     "Mark",
     "Marks",
     "activity",
+    "cached",
     "cache_hit_rate",
     "marks",
     "phase_bars",

@@ -55,7 +55,8 @@ class Marks:
     positions: int  # the tape's lines: entries and unreadable ones
 
 
-def _cached(kind: str, tape: Tape, compute):
+def cached(kind: str, tape: Tape, compute):
+    """What `compute` gives for this tape, kept until the tape's index changes."""
     state = (tape.pk, tape.key, tape.next_pos, tape.indexed_offset, tape.size, tape.mtime_ns)
     key = "tapeview:pictures:" + ":".join(map(str, (kind, *state)))
     found = cache.get(key)
@@ -68,7 +69,7 @@ def _cached(kind: str, tape: Tape, compute):
 def activity(tape: Tape, buckets: int = SPARK_BUCKETS) -> Activity:
     """Entries per time bucket from the first entry's date to the last's; by position when the
     tape's dates are unknown (or all the same). One aggregate query, at most `buckets` rows."""
-    return _cached(f"activity{buckets}", tape, lambda: _activity(tape, buckets))
+    return cached(f"activity{buckets}", tape, lambda: _activity(tape, buckets))
 
 
 def _activity(tape: Tape, buckets: int) -> Activity:
@@ -104,7 +105,7 @@ def _bucketed(b: np.ndarray, buckets: int) -> np.ndarray:
 def marks(tape: Tape, buckets: int = STRIP_BUCKETS) -> Marks:
     """Where the anchors, errors and tool calls fall, in at most `buckets` buckets of positions
     (one per position on a shorter tape). One aggregate query, at most 3 * buckets rows."""
-    return _cached(f"marks{buckets}", tape, lambda: _marks(tape, buckets))
+    return cached(f"marks{buckets}", tape, lambda: _marks(tape, buckets))
 
 
 def _marks(tape: Tape, buckets: int) -> Marks:

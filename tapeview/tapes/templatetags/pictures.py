@@ -19,7 +19,11 @@ def tape_sparkline(tape: Tape) -> dict:
 @register.inclusion_tag("tapes/_strip.html")
 def tape_strip(tape: Tape) -> dict:
     """The whole tape as a bar with its anchors, errors and tool calls; each mark jumps there."""
-    return {"svg": pictures.strip(pictures.marks(tape)), "tape": tape}
+    # Drawn once per state of the tape's index: hundreds of marks are many small strings.
+    return {
+        "svg": pictures.cached("strip-svg", tape, lambda: pictures.strip(pictures.marks(tape))),
+        "tape": tape,
+    }
 
 
 @register.inclusion_tag("tapes/_phase_bars.html")

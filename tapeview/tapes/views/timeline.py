@@ -11,7 +11,6 @@ from django.views.decorators.vary import vary_on_headers
 from tapeview.sources import TapeNotFound
 
 from .. import budget, context, export, lineage, lookup, phases, raw, timeline
-from .. import rows as index_rows
 from ..api.cursor import BadCursor, decode, encode
 from ..forms import (
     ContextForm,
@@ -20,7 +19,7 @@ from ..forms import (
     PhaseSortForm,
     TimelineForm,
 )
-from ..models import Tape
+from ..models import Anchor, Tape
 
 PHASE_ROWS = 100
 LINEAGE_PAGE_SIZE = 100
@@ -152,7 +151,7 @@ def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
 
 def _has_memory(tape: Tape) -> bool:
     tapes = [tape, *tape.attachments.filter(role="sidecar")]
-    return index_rows.of(tapes).where(kinds=("anchor",), names=("memory/seal",)).exists()
+    return Anchor.objects.filter(tape__in=tapes, name="memory/seal").exists()
 
 
 @vary_on_headers("HX-Request")
