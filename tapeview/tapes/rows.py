@@ -124,7 +124,7 @@ class Rows:
         """How many, from the chunks' tallies where they answer it, opening only the others."""
         total = 0
         for tape in self.tapes:
-            for summary in self._summaries(tape, descending=False):
+            for summary in self._summaries(tape, descending=False, opened=False):
                 inside = (self.low is None or summary.first_pos >= self.low) and (
                     self.high is None or summary.last_pos <= self.high
                 )
@@ -176,16 +176,19 @@ class Rows:
                 if len(picked):
                     yield chunk, picked
 
-    def _summaries(self, tape: Tape, *, descending: bool) -> Iterator[_Summary]:
-        """The tape's chunks overlapping the range, nearest first: the nearest with its arrays
-        (most questions end there), then the others' summaries a few at a time."""
+    def _summaries(self, tape: Tape, *, descending: bool, opened: bool = True) -> Iterator[_Summary]:
+        """The tape's chunks overlapping the range, nearest first: the nearest with its arrays when
+        `opened` (most walks end there), then the others' summaries a few at a time."""
         chunks = self._overlapping(tape)
         order = "-first_pos" if descending else "first_pos"
-        nearest = chunks.order_by(order).values_list(*SUMMARY, "columns", "vocab").first()
+        fields = (*SUMMARY, "columns", "vocab") if opened else SUMMARY
+        nearest = chunks.order_by(order).values_list(*fields).first()
         if nearest is None:
             return
-        pk, first, last, tally, columns, vocab = nearest
-        yield _Summary(pk, first, last, orjson.loads(tally), decode(bytes(columns), vocab))
+        pk, first, last, tally, *arrays = nearest
+        yield _Summary(
+            pk, first, last, orjson.loads(tally), decode(bytes(arrays[0]), arrays[1]) if arrays else None
+        )
         edge = first
         while True:
             page = chunks.filter(first_pos__lt=edge) if descending else chunks.filter(first_pos__gt=edge)
