@@ -20,14 +20,16 @@ def append(tape: Tape, batch: Batch) -> None:
     if not len(batch):
         return
     last = EntryChunk.objects.filter(tape=tape).order_by("-first_pos").first()
-    if last is not None and last.count < CHUNK:
-        merged = decode(bytes(last.columns), last.vocab).extended(batch)
-        last.delete()
-    else:
-        merged = Chunk().extended(batch)
-    EntryChunk.objects.bulk_create(
-        [_row(tape, merged.sliced(at, at + CHUNK)) for at in range(0, merged.count, CHUNK)]
-    )
+    growing = last is not None and last.count < CHUNK
+    merged = (decode(bytes(last.columns), last.vocab) if growing else Chunk()).extended(batch)
+    rows = [_row(tape, merged.sliced(at, at + CHUNK)) for at in range(0, merged.count, CHUNK)]
+    if growing:
+        # Updated in place, never deleted and made again: a page reading the tape meanwhile
+        # finds the chunk where it started, with the new entries or without.
+        grown = rows.pop(0)
+        fields = ("last_pos", "count", "columns", "vocab", "tally")
+        EntryChunk.objects.filter(pk=last.pk).update(**{f: getattr(grown, f) for f in fields})
+    EntryChunk.objects.bulk_create(rows)
 
 
 def _row(tape: Tape, chunk: Chunk) -> EntryChunk:

@@ -2,14 +2,16 @@
 
 A message, a tool call or result, a system prompt or an event that is no error changes nothing
 but counts: the tape's and its phase's entries, dates, roles, tool calls, tokens and model. Such a
-line is parsed and accounted here, in one loop over local names, without an Entry, a Row or an
-Anchor. Every other line (anchors, errors, a label still wanted, anything unusual) goes, with its
-parsed JSON, to the indexer's full path, which reads it exactly as the agent's reader does
-(sources.bub_lines) before this loop goes on.
+line is parsed here, in one loop over local names, without an Entry, a Row or an Anchor, and a
+run of such lines is counted at once when something else needs the counts (`Counted`). Every
+other line (anchors, errors, a label still wanted, anything unusual) goes, with its parsed JSON,
+to the indexer's full path, which reads it exactly as the agent's reader does (sources.bub_lines)
+before this loop goes on.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Protocol
@@ -47,9 +49,10 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
     Entry already read from the head of one too long to parse (sources.bub.lines)."""
     loads, fromiso, decode_error = orjson.loads, datetime.fromisoformat, orjson.JSONDecodeError
     tape, tally, size = run.tape, run.tally, run.size
-    batch = run.rows
+    batch, plain_run = run.rows, Counted()
     for pos, offset, raw in lines:
         if type(raw) is not bytes:
+            plain_run.settle(tape, tally)
             run.full(pos, offset, raw, NOT_PARSED)
             batch = run.rows
             continue
@@ -57,8 +60,7 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
             obj = loads(raw)
         except decode_error:
             obj = NOT_PARSED
-        phase = tally.current
-        plain = type(obj) is dict and phase is not None
+        plain = type(obj) is dict and tally.current is not None
         if plain:
             eid, kind, payload, date = obj.get("id"), obj.get("kind"), obj.get("payload"), obj.get("date")
             plain = type(eid) is int and kind in PLAIN_KINDS and type(payload) is dict and type(date) is str
@@ -94,6 +96,7 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
                 when = None
             plain = when is not None and when.tzinfo is not None
         if not plain:
+            plain_run.settle(tape, tally)
             run.full(pos, offset, raw, obj)
             batch = run.rows
             continue
@@ -109,33 +112,61 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
         batch.flags.append(
             OUT_OF_CONTEXT if type(meta) is dict and meta.get("context") is False else IN_CONTEXT
         )
-        tape.entries += 1
-        tape.entries_since_anchor += 1
-        tape.last_id = eid
-        if tape.first_at is None or when < tape.first_at:
-            tape.first_at = when
-        if tape.last_at is None or when > tape.last_at:
-            tape.last_at = when
-        tape.indexed_offset, tape.next_pos = offset + length, pos + 1
-        phase.end_pos = pos
-        phase.entries += 1
-        if phase.started_at is None:
-            phase.started_at = phase.ended_at = when
-        elif when > phase.ended_at:
-            phase.ended_at = when
-        elif when < phase.started_at:
-            phase.started_at = when
+        plain_run.dates.append(when)
+        plain_run.last = (pos, eid, offset + length)
         if calls:
-            phase.tool_calls += calls
+            plain_run.calls += calls
         elif name and kind == "message":
-            role = name[:40]
-            phase.roles[role] = phase.roles.get(role, 0) + 1
+            plain_run.roles.append(name)
         if data and name in MODEL_EVENTS:
-            _model_and_usage(tape, phase, name, data)
-        tally.touched = True
+            _model_and_usage(tape, tally.current, name, data)
         if len(batch.pos) >= size:
+            plain_run.settle(tape, tally)
             run.flush()
             batch = run.rows
+    plain_run.settle(tape, tally)
+
+
+class Counted:
+    """Plain lines taken since the full path last ran: counted into the tape and its phase in one
+    step (sums and extremes over the run) before anything else reads them."""
+
+    def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        self.dates: list[datetime] = []
+        self.roles: list[str] = []
+        self.calls = 0
+        self.last: tuple[int, int, int] = (0, 0, 0)  # the last line's pos, id, end
+
+    def settle(self, tape: Tape, tally: PhaseTally) -> None:
+        if not self.dates:
+            return
+        n, (pos, eid, end) = len(self.dates), self.last
+        # min() and max() keep the first of equal dates, as the full path's strict comparisons do.
+        low, high = min(self.dates), max(self.dates)
+        tape.entries += n
+        tape.entries_since_anchor += n
+        tape.last_id = eid
+        if tape.first_at is None or low < tape.first_at:
+            tape.first_at = low
+        if tape.last_at is None or high > tape.last_at:
+            tape.last_at = high
+        tape.indexed_offset, tape.next_pos = end, pos + 1
+        phase = tally.current
+        phase.end_pos = pos
+        phase.entries += n
+        if phase.started_at is None:
+            phase.started_at, phase.ended_at = low, high
+        else:
+            phase.ended_at = high if high > phase.ended_at else phase.ended_at
+            phase.started_at = low if low < phase.started_at else phase.started_at
+        phase.tool_calls += self.calls
+        for role, count in Counter(name[:40] for name in self.roles).items():
+            phase.roles[role] = phase.roles.get(role, 0) + count
+        tally.touched = True
+        self._clear()
 
 
 def _model_and_usage(tape: Tape, phase, name: str, data: dict) -> None:

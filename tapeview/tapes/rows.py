@@ -131,7 +131,8 @@ class Rows:
                 if inside and all(m.by_words() for group in self.conditions for m in group):
                     total += sum(n for key, n in summary.tally.items() if self._allows(key))
                 elif self._may_hold(summary):
-                    total += len(self._pick(_open(summary)))
+                    chunk = _open(tape, summary)
+                    total += len(self._pick(chunk)) if chunk is not None else 0
         return total
 
     def exists(self) -> bool:
@@ -171,8 +172,8 @@ class Rows:
             for summary in self._summaries(tape, descending=descending):
                 if not self._may_hold(summary):
                     continue
-                chunk = _open(summary)
-                picked = self._pick(chunk)
+                chunk = _open(tape, summary)
+                picked = self._pick(chunk) if chunk is not None else ()
                 if len(picked):
                     yield chunk, picked
 
@@ -246,8 +247,12 @@ def at(tape: Tape, pos: int) -> Row | None:
     return found[0] if found else None
 
 
-def _open(summary: _Summary) -> Chunk:
+def _open(tape: Tape, summary: _Summary) -> Chunk | None:
+    """A chunk's arrays. Found by where it starts, not its id: the indexer may have replaced it with
+    a longer one since its summary was read (then its new entries come too); None when the tape
+    was reset meanwhile."""
     if summary.opened is not None:
         return summary.opened
-    columns, vocab = EntryChunk.objects.values_list("columns", "vocab").get(pk=summary.id)
-    return decode(bytes(columns), vocab)
+    chunk = EntryChunk.objects.filter(tape=tape, first_pos=summary.first_pos)
+    found = chunk.values_list("columns", "vocab").first()
+    return decode(bytes(found[0]), found[1]) if found else None

@@ -124,3 +124,21 @@ def test_every_filter_agrees_with_the_rows_it_selects(tmp_path: Path) -> None:
         assert rows.of(t).where(match).tail(3) == expected[-3:], match
     either = rows.of(t).any_of(Match(errors=True), Match(kinds=("anchor",))).all()
     assert either == [r for r in every if r.is_error or r.kind == "anchor"]
+
+
+def test_a_chunk_read_while_the_indexer_grows_it_is_found_with_its_new_entries(tmp_path: Path) -> None:
+    path = tmp_path / "a1b2c3d4e5f60718__live.jsonl"
+    session(path, 300)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:200]))
+    discovery.sync(parse_sources([f"t=bub:{tmp_path}"]))
+    t = Tape.objects.get(name=path.stem)
+    question = rows.of(t).where(kinds=("message",))
+    # A page has read the chunk's summary; the agent appends and another request indexes it.
+    (summary,) = question._summaries(t, descending=False, opened=False)
+    with path.open("ab") as f:
+        f.write(b"".join(lines[200:]))
+    index.refresh(t)
+    chunk = rows._open(t, summary)
+    assert chunk is not None and chunk.count == 300
+    assert question.count() == sum(1 for r in rows.of(t).all() if r.kind == "message")
