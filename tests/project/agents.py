@@ -725,6 +725,9 @@ class NanobotAgent(Agent):
         self.history_written: list[dict] = []
         self.bullets: list[str] = []
         self.memory_written: list[str] = []  # every MEMORY.md text Dream wrote
+        # Each Dream edit as (when it read MEMORY.md, when it had written it back, what it read):
+        # time.monotonic(), to compare with the dashboard's edits made meanwhile.
+        self.dreams: list[tuple[float, float, str]] = []
         self.markers: list[int] = []  # the index of each summary marker
 
     def _load(self) -> tuple[dict, dict | None, list[dict]]:
@@ -833,9 +836,11 @@ class NanobotAgent(Agent):
         self.save()
         # Dream: edit_file on MEMORY.md (read, replace, Path.write_text), then .dream_cursor.
         bullet = f"- Live note {n}: atlas checked, all quiet (Dream)"
+        read_at = time.monotonic()
         text = self.memory.read_text(encoding="utf-8")
         new = text.rstrip("\n") + "\n" + bullet + "\n"
         rewrite_in_place(self.memory, new.encode("utf-8"))
+        self.dreams.append((read_at, time.monotonic(), text))
         self.bullets.append(bullet)
         self.memory_written.append(new)
         (self.workspace / "memory" / ".dream_cursor").write_text(str(cursor))

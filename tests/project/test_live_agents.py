@@ -138,6 +138,8 @@ class MemoryEdit:
     status: int
     body: dict
     after: str = ""  # the long-term text right after a 200
+    sent: float = 0.0  # time.monotonic() when the PUT was sent, and when it was answered
+    answered: float = 0.0
 
 
 @dataclass
@@ -305,6 +307,7 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
                 text = (current["long_term_text"] or "").rstrip("\n")
                 content = f"{text}\n- {marker}\n" if which == "memory.md" else f"{text} [{marker}]".strip()
                 stop.wait(rng.uniform(0, 0.3))  # the operator types; the agent may write meanwhile
+                sent = time.monotonic()
                 r = client.put(
                     f"{base}/api/memory/{sid}/long-term",
                     json={"content": content, "base_version": current["version"]},
@@ -314,6 +317,7 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
                 edit = MemoryEdit(
                     which, marker, r.status_code, r.json() if r.status_code in (200, 409) else {}
                 )
+                edit.sent, edit.answered = sent, time.monotonic()
                 if r.status_code == 200:
                     # What is there right after: the edit, or the agent's own later rewrite.
                     if which == "memory.md":
@@ -545,7 +549,14 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
     for e in md_ok:
         # Right after the 200 the file held the edit, or the agent's next rewrite (built on it).
         assert e.marker in e.after or e.after in nanobot.memory_written, e.marker
-        assert e.marker in memory_text, f"{e.marker} got 200 but is not in MEMORY.md"
+        if e.marker not in memory_text:
+            # nanobot's Dream reads MEMORY.md and rewrites it in place with no lock (formats/nanobot.md
+            # §3): a rewrite built on what it read before this edit, written after it, drops the edit,
+            # and no writer beside nanobot can see that happen. That, and only that, may lose one.
+            clobbered = [
+                d for d in nanobot.dreams if d[0] < e.answered and d[1] > e.sent and e.marker not in d[2]
+            ]
+            assert clobbered, f"{e.marker} got 200 but is not in MEMORY.md"
     for e in zone_ok:
         assert e.marker in e.after and e.marker in final_zone["long_term_text"], e.marker
     refused = [e for e in record.edits if e.status == 409]
