@@ -550,9 +550,10 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
         # Right after the 200 the file held the edit, or the agent's next rewrite (built on it).
         assert e.marker in e.after or e.after in nanobot.memory_written, e.marker
         if e.marker not in memory_text:
-            # nanobot's Dream reads MEMORY.md and rewrites it in place with no lock (formats/nanobot.md
-            # §3): a rewrite built on what it read before this edit, written after it, drops the edit,
-            # and no writer beside nanobot can see that happen. That, and only that, may lose one.
+            # nanobot's Dream reads MEMORY.md and rewrites it in place with no lock: a rewrite built on
+            # what it read before this edit, written after it, drops the edit, and no writer beside
+            # nanobot can see that happen (formats/nanobot.md §4: nothing a dashboard does makes
+            # concurrent edits fully safe). That, and only that, may lose one.
             clobbered = [
                 d for d in nanobot.dreams if d[0] < e.answered and d[1] > e.sent and e.marker not in d[2]
             ]
