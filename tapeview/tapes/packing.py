@@ -66,7 +66,6 @@ class Chunk:
     kinds: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     columns: dict[str, np.ndarray] = field(default_factory=dict)
-    _codes: dict[tuple[int, str], int] = field(default_factory=dict, repr=False)
 
     @property
     def count(self) -> int:
