@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +28,7 @@ LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
 STATE_PREVIEW = 300
+HEAD = 4096  # bytes of a first line that identify a tape's generation
 # How long a writer waits for another indexer of the tape it wrote, so that its answer (and the
 # next read) shows what it wrote.
 AFTER_WRITE = 5.0  # seconds
@@ -119,19 +121,39 @@ def _indexed_identity(tape: Tape) -> tuple[int | None, int | None, int, int]:
 
 
 def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:
-    # Bub's own rule: a new inode or a shrink means the tape was reset or replaced.
-    replaced = (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device)) or (
-        st.st_size < tape.indexed_offset
+    # Bub's own rule: a new inode or a shrink means the tape was reset or replaced. A reset unlinks
+    # the file and makes it again, and the new file can get the old inode back (ext4 reuses it at
+    # once) and outgrow the old offset before we look: a different first line says so too.
+    replaced = (
+        (tape.inode is not None and (st.st_ino, st.st_dev) != (tape.inode, tape.device))
+        or st.st_size < tape.indexed_offset
+        or (tape.head and head(tape.path) != tape.head)
     )
     # phase_count -1: indexed before phase statistics existed (migration 0005): count them all again.
     if replaced or tape.phase_count < 0:
         _reset(tape, lease)
     _set_identity(tape, st)
+    if not tape.head:
+        # Taken before the lines are read: a reset in between shows as another head next time.
+        tape.head = head(tape.path)
     if tape.kind == "bub":  # the bulk path: most lines are only counted (tapes.fastlane)
         lines = bub.lines(Path(tape.path), tape.indexed_offset, tape.next_pos)
     else:
         lines = _as_lines(reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos))
     _index_lines(tape, lines, lease, progress)
+
+
+def head(path: str) -> str:
+    """A fingerprint of the file's first line (its first HEAD bytes at most); "" while it has none."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(HEAD)
+    except OSError:
+        return ""
+    end = data.find(b"\n")
+    if end < 0 and len(data) < HEAD:
+        return ""  # no whole first line yet
+    return hashlib.blake2b(data if end < 0 else data[: end + 1], digest_size=16).hexdigest()
 
 
 def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:

@@ -31,6 +31,9 @@ class Tape(models.Model):
     size = models.BigIntegerField(default=0)
     mtime_ns = models.BigIntegerField(default=0)
     indexed_offset = models.BigIntegerField(default=0)
+    # A fingerprint of the first line (tapes.index): a file unlinked and made again can get the
+    # same inode back and grow past the old offset before we look; its first line tells it apart.
+    head = models.CharField(max_length=32, blank=True)
     next_pos = models.IntegerField(default=1)
     indexed_at = models.DateTimeField(null=True)
     # The lease of the one process indexing this tape now (tapes.index): who, and until when.

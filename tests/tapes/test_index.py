@@ -108,6 +108,27 @@ def test_a_file_replaced_by_a_bigger_one_is_noticed_by_its_inode(tmp_path: Path)
     assert (t.entries, t.anchors, t.last_anchor) == (3, 1, "x")
 
 
+def test_a_file_made_again_on_its_old_inode_and_grown_past_the_offset_is_read_from_zero(
+    tmp_path: Path,
+) -> None:
+    # A Bub reset unlinks the tape and makes it again; ext4 hands the old inode straight back, and
+    # the new generation may outgrow the old offset before the indexer looks. Truncating in place
+    # keeps the inode for certain.
+    path = tmp_path / "a__b.jsonl"
+    path.write_text(ANCHOR.format(id=1, name="session/start") + LINE.format(id=2, s=1))
+    sync(tmp_path)
+    t = tape("a__b")
+    inode = os.stat(path).st_ino
+    with path.open("w") as f:
+        f.write(ANCHOR.format(id=1, name="session/again"))
+        f.write("".join(LINE.format(id=i, s=i) for i in range(2, 6)))
+    assert os.stat(path).st_ino == inode and os.path.getsize(path) > t.indexed_offset
+    index.refresh(t)
+    t.refresh_from_db()
+    assert (t.entries, t.unreadable, t.anchors, t.last_anchor) == (5, 0, 1, "session/again")
+    assert [(r.pos, r.entry_id) for r in rows.of(t).all()] == [(n, n) for n in range(1, 6)]
+
+
 def test_unreadable_lines_are_counted_apart(bub_samples: Path) -> None:
     path = bub_samples / "session_realistic.jsonl"
     with path.open("a") as f:
