@@ -366,6 +366,7 @@ class BubAgent(Agent):
         self.line_gap = line_gap
         self.crashed_at: float | None = None
         self.restarted_at: float | None = None
+        self.resume_other = False
         self.bursts = 0
         self.turns = self.resets = self.spills = 0
         self.last_stamp = ""
@@ -381,6 +382,8 @@ class BubAgent(Agent):
             self._reset()
             return
         tape = self.main if self.rng.random() < 0.6 else self.other
+        if self.resume_other:  # back from the crash, the user retries the turn it cut short
+            tape, self.resume_other = self.other, False
         roll = self.rng.random()
         self.turns += 1
         if tape == self.main and roll < 0.2:
@@ -609,6 +612,7 @@ class BubAgent(Agent):
         for t in self.tapes.values():
             t.restart()
         self.restarted_at = time.monotonic()
+        self.resume_other = True
 
 
 def split_lines(data: bytes) -> list[tuple[int, bytes]]:

@@ -63,6 +63,7 @@ READERS = 10
 QUIET = 0.3  # TAPEVIEW_QUIET_SECONDS: a tape still for this long after a turn's end is idle
 ARALIYA_EXISTING = "01a200e5-0f28-7b32-bd7c-5edc518e2448"
 TIMEOUT = 30  # seconds for any one request
+WRITERS_AFTER = 20  # seconds the writers may go on after the agents stop, until each write succeeded once
 
 
 # --- the four sources, copied from the samples -------------------------------------------------
@@ -185,6 +186,9 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
     araliya.step()
     record = Record()
     stop = threading.Event()
+    # Set by the writers once a write of each kind succeeded: on a slow machine the agents may keep
+    # every tape busy for their whole run, and the writers then go on a little after it.
+    handed_off, edited_both = threading.Event(), threading.Event()
     stop_agents = multiprocessing.get_context("fork").Event()
     runners: list[Runner] = []
     threads: list[threading.Thread] = []
@@ -287,6 +291,8 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
                     record.failures.append(f"409 without Retry-After: {r.text[:300]}")
                 with record.lock:
                     record.handoffs.append(Handoff(key, name, r.status_code, body))
+                if r.status_code == 201:
+                    handed_off.set()
                 stop.wait(rng.uniform(0.08, 0.25))
 
         def edit_memory() -> None:
@@ -331,6 +337,8 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
                         edit.after = get_json(f"/api/memory/{zone}")["long_term_text"] or ""
                 with record.lock:
                     record.edits.append(edit)
+                    if {"memory.md", "zone"} <= {e.store for e in record.edits if e.status == 200}:
+                        edited_both.set()
                 # The other store next; after a 409 the same one again, as an operator re-opens and re-applies
                 # an edit that met a conflict or a busy tape (three tries at most).
                 tries = tries + 1 if r.status_code == 409 and tries < 3 else 0
@@ -342,6 +350,8 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
             stop_agents.set()
             for runner in runners:
                 runner.join(TIMEOUT)
+            for done in (handed_off, edited_both):  # the agents have stopped: their tapes are idle
+                done.wait(WRITERS_AFTER)
             stop.set()
             for t in threads:
                 t.join(TIMEOUT)
