@@ -1,4 +1,4 @@
-"""Run a command against a throwaway PostgreSQL server: `python tests/postgres_server.py -- CMD ...`.
+"""Run a command against a throwaway PostgreSQL server: `python .ci/postgres_server.py -- CMD ...`.
 
 Starts a cluster in a temporary directory on a Unix socket (no TCP), exports
 TAPEVIEW_DATABASE_URL for the command, and removes everything afterwards. PostgreSQL refuses
@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PORT = "54329"
@@ -34,8 +36,9 @@ def as_server_user(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
-def main(argv: list[str]) -> int:
-    command = argv[argv.index("--") + 1 :] if "--" in argv else argv
+@contextmanager
+def server() -> Iterator[tuple[Path, str]]:
+    """A throwaway server, stopped and removed afterwards: its socket directory and port."""
     initdb, pg_ctl = pg_bin("initdb"), pg_bin("pg_ctl")
     root = Path(tempfile.mkdtemp(prefix="tapeview-pg-"))
     data, sock = root / "data", root / "sock"
@@ -58,14 +61,20 @@ def main(argv: list[str]) -> int:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        env = dict(os.environ, TAPEVIEW_DATABASE_URL=f"postgres://postgres@/tapeview?host={sock}&port={PORT}")
-        return subprocess.run(command, env=env).returncode
+        yield sock, PORT
     finally:
         if data.exists():
             subprocess.run(
                 as_server_user([pg_ctl, "-D", str(data), "-m", "fast", "stop"]), stdout=subprocess.DEVNULL
             )
         shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    command = argv[argv.index("--") + 1 :] if "--" in argv else argv
+    with server() as (sock, port):
+        env = dict(os.environ, TAPEVIEW_DATABASE_URL=f"postgres://postgres@/tapeview?host={sock}&port={port}")
+        return subprocess.run(command, env=env).returncode
 
 
 if __name__ == "__main__":

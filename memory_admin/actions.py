@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
-from tapeview.accounts.audit import Actor
 from tapeview.accounts.roles import role_required
-from tapeview.sources import TapeBusy
 
-from . import writes
 from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of
 from .models import MemoryStore
-from .stores.model import Snapshot, StaleEdit, StoreError
-from .views import busy_page, confirm_page, conflict_page, refused, saved
+from .stores.model import StoreError
+from .views import confirm_page, refused, write_page
 
 # What each zone action did, as the message after it says (a prune names how many notes went).
 ZONE_DONE = {
@@ -37,25 +32,6 @@ ZONE_QUESTIONS = {
 }
 
 
-def _run(
-    request: HttpRequest, store: MemoryStore, write: Callable[[], Snapshot], done: str, mine: str = ""
-) -> HttpResponse:
-    """Run one write and answer as the user expects: back to the store saying what it became, or why
-    nothing was written."""
-    try:
-        snap = write()
-    except StaleEdit as stale:
-        return conflict_page(
-            request, store, mine or stale.current_text, request.POST.get("base_version", ""), stale
-        )
-    except TapeBusy as busy:
-        return busy_page(request, store, busy)
-    except StoreError as exc:
-        return refused(request, store, exc)
-    saved(request, snap, request.POST.get("base_version", ""), done)
-    return redirect("memory_admin:store_detail", key=store.key)
-
-
 @require_POST
 @role_required("operator")
 def zone_action(request: HttpRequest, key: str) -> HttpResponse:
@@ -63,10 +39,10 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
     form = ZoneForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
-    data, actor = form.cleaned_data, Actor.of(request.user)
+    data = form.cleaned_data
     action, base = data["action"], data["base_version"]
     if action == "move":
-        return _run(request, store, lambda: writes.zone_move(store, actor, base), ZONE_DONE["move"])
+        return write_page(request, store, "zone_move", base, ZONE_DONE["move"])
     days = data["days"] if data["days"] is not None else PRUNE_DAYS
     params = {"long_term": {"text": data["text"]}, "daily": {"text": data["text"]}, "prune": {"days": days},
               "restore": {"version": data["version"]}, "clear": {}}[action]  # fmt: skip
@@ -85,9 +61,7 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
         done, question = f"Pruned {notes}", question.format(notes=notes, days=days, dates=", ".join(gone))
     if question and not data["confirmed"]:
         return confirm_page(request, store, question)
-    return _run(
-        request, store, lambda: writes.zone_write(store, actor, action, base, **params), done, data["text"]
-    )
+    return write_page(request, store, "zone_write", base, done, data["text"], action=action, **params)
 
 
 @require_POST
@@ -104,13 +78,9 @@ def entry_action(request: HttpRequest, key: str) -> HttpResponse:
         params = {"entry_id": data["entry_id"]}
         if not data["confirmed"]:
             return confirm_page(request, store, f"Delete the memory entry {data['entry_id']}?")
-    actor = Actor.of(request.user)
     done = {"add": "Added an entry", "edit": "Edited an entry", "delete": "Deleted an entry"}[data["action"]]
-    return _run(
-        request,
-        store,
-        lambda: writes.entry_write(store, actor, data["action"], data["base_version"], **params),
-        done,
+    return write_page(
+        request, store, "entry_write", data["base_version"], done, action=data["action"], **params
     )
 
 
@@ -121,14 +91,9 @@ def kv_action(request: HttpRequest, key: str) -> HttpResponse:
     form = KvForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
-    data, actor = form.cleaned_data, Actor.of(request.user)
+    data = form.cleaned_data
     params = {"key": data["key"], "value": data["value"]} if data["action"] == "set" else {"key": data["key"]}
     if data["action"] == "delete" and not data["confirmed"]:
         return confirm_page(request, store, f"Delete the key {data['key']!r}?")
     done = f"{'Set' if data['action'] == 'set' else 'Deleted'} the key {data['key']!r}"
-    return _run(
-        request,
-        store,
-        lambda: writes.kv_write(store, actor, data["action"], data["base_version"], **params),
-        done,
-    )
+    return write_page(request, store, "kv_write", data["base_version"], done, action=data["action"], **params)

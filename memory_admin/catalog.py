@@ -11,10 +11,12 @@ from types import ModuleType
 from django.conf import settings
 
 from tapeview.sources import SourceSpec, paths
+from tapeview.tapes import filecopy
 from tapeview.tapes import rows as index_rows
 from tapeview.tapes.discovery import configured_sources, this_host
 from tapeview.tapes.models import Tape
 
+from .kinds import kind_of
 from .models import MemoryStore
 from .stores import araliya_kv, bub_zone, nanobot_memory, yachiyo_memory
 from .stores.model import StoreError, StoreRef
@@ -59,7 +61,10 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
             if any(paths.refusal(root, ref.path) is None for root in roots):
                 seen.add(_upsert(spec.label, ref, tape).key)
     covered = MemoryStore.objects.filter(host=this_host(), source__in=[spec.label for spec in specs])
-    covered.exclude(key__in=seen).delete()
+    gone = covered.exclude(key__in=seen)
+    if filecopy.enabled():
+        filecopy.forget([str(path) for store in gone for path in _files(store)])
+    gone.delete()
 
 
 def _roots(spec: SourceSpec) -> list[Path]:
@@ -95,6 +100,7 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
     seen = (store.size, store.changed_at)
     store.size, store.changed_at = _stat(ref.path)
     store.save()
+    keep_copies(store)
     if store.changed_at and (store.size, store.changed_at) != seen:
         # A new version on disk: keep it now, not only when someone opens the page.
         # Unreadable now (corrupt, too deep, caught mid-write): listed all the same; its page says why.
@@ -103,8 +109,23 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
     return store
 
 
+def keep_copies(store: MemoryStore) -> None:
+    """Where this host's files are copied for a web tier elsewhere (a fleet), bring the store's up to date."""
+    if filecopy.enabled() and store.host == this_host():
+        for path in _files(store):
+            filecopy.keep(str(path), append_only=False)
+
+
+def _files(store: MemoryStore) -> list[Path]:
+    """The files a store's page reads, but a zone's tape: the index copies tapes itself."""
+    return [] if store.tape_id else kind_of(store).files(store)
+
+
 def refresh_stat(store: MemoryStore) -> None:
-    """Bring the row's size and time up to the file's: a write, or the agent, may have changed it since."""
+    """Bring the row's size and time up to the file's: a write, or the agent, may have changed it since.
+    Another host's store is its own watcher's to keep: its file is not here."""
+    if store.host != this_host():
+        return
     found = _stat(Path(store.path))
     if (store.size, store.changed_at) != found:
         store.size, store.changed_at = found

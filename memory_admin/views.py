@@ -12,11 +12,17 @@ from django.views.decorators.http import require_POST
 
 from tapeview.accounts.audit import Actor, events_of
 from tapeview.accounts.roles import role_required
-from tapeview.sources import TapeBusy
-from tapeview.tapes import discovery, index
+from tapeview.outbox import queue as outbox
+from tapeview.outbox.answers import result_of, waited
+from tapeview.outbox.handlers import Result, handler
+from tapeview.outbox.views import queued_page
+from tapeview.sources import TapeBusy, TapeNotFound
+from tapeview.tapes import discovery, filecopy, index
 from tapeview.tapes.models import Tape
 
 from . import diff, export, past_pages, versions, writes
+from .api import queue_write
+from .api.schemas import conflict
 from .catalog import refresh_stat, sync_stores
 from .forms import AsOfForm, DiffForm, RestoreForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
@@ -41,7 +47,9 @@ def store_list(request: HttpRequest) -> HttpResponse:
 
 
 def _store(key: str) -> MemoryStore:
-    return get_object_or_404(MemoryStore, key=key)
+    store = get_object_or_404(MemoryStore, key=key)
+    filecopy.read_from_host(store.host)  # another host's store: its files' copies
+    return store
 
 
 def store_detail(request: HttpRequest, key: str) -> HttpResponse:
@@ -68,9 +76,11 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     }
     try:
         snap = versions.snapshot(store)
-    except StoreError as exc:
-        # The agent's file is corrupt or too deep to read: say so, with what Tapeview kept of it.
-        return render(request, "memory_admin/store_detail.html", {**ctx, "problem": str(exc)})
+    except (StoreError, TapeNotFound) as exc:
+        # The agent's file is corrupt, too deep to read, or gone (or another host's, not copied
+        # here): say so, with what Tapeview kept of it.
+        problem = exc.detail if isinstance(exc, TapeNotFound) else str(exc)
+        return render(request, "memory_admin/store_detail.html", {**ctx, "problem": problem})
     ctx.update(adapter.page_context(store, snap, filters))
     ctx.update(
         snap=snap,
@@ -94,12 +104,7 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
     form = TextEditForm(request.POST or None, initial={"text": snap.text, "base_version": snap.version})
     if request.method == "POST" and form.is_valid() and "preview" not in request.POST:
         text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]
-        try:
-            snap = writes.save_text(store, text, base, Actor.of(request.user))
-        except StaleEdit as stale:
-            return conflict_page(request, store, text, base, stale)
-        saved(request, snap, base)
-        return redirect("memory_admin:store_detail", key=store.key)
+        return write_page(request, store, "save_text", base, mine=text, text=text)
     preview = form.data.get("text", snap.text) if request.method == "POST" else snap.text
     return render(request, "memory_admin/store_edit.html", {"store": store, "form": form, "preview": preview})
 
@@ -178,20 +183,75 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
         return confirm_page(
             request, store, f"Restore version {version[:16]}? It is written as a new version."
         )
-    text = ""
     try:
         text = versions.version_text(store, version)
-        snap = writes.restore(store, version, base, Actor.of(request.user))
     except LookupError as exc:
         raise Http404(str(exc)) from None
+    done = f"Restored version {version[:16]}"
+    return write_page(request, store, "restore", base, done, text, version=version)
+
+
+def write_page(
+    request: HttpRequest, store: MemoryStore, write: str, base: str, done: str = "", mine: str = "", **params
+) -> HttpResponse:
+    """Run one write of a page and answer as the user expects: back to the store saying what it
+    became, or why nothing was written. A store on another host: its watcher runs the write."""
+    actor = Actor.of(request.user)
+    if outbox.elsewhere(store.host):
+        queued = queue_write(store, "memory.write", {"write": write, "params": params, "base": base}, actor)
+        return _outcome_page(request, store, waited(queued), base, done, mine)
+    try:
+        snap = _write(store, actor, write, base, params)
     except StaleEdit as stale:
-        return conflict_page(request, store, text, base, stale)
-    except StoreError as exc:
-        return refused(request, store, exc)
+        return conflict_page(request, store, mine or stale.current_text, base, stale)
     except TapeBusy as busy:
         return busy_page(request, store, busy)
-    saved(request, snap, base, f"Restored version {version[:16]}")
+    except StoreError as exc:
+        return refused(request, store, exc)
+    saved(request, snap, base, done)
     return redirect("memory_admin:store_detail", key=store.key)
+
+
+def _write(store: MemoryStore, actor: Actor, write: str, base: str, params: dict) -> Snapshot:
+    # The writes a page makes, by name: all the outbox may be asked to carry out for a page.
+    if write not in ("save_text", "restore", "zone_write", "zone_move", "entry_write", "kv_write"):
+        raise StoreError(f"no such write: {write}")
+    try:
+        return getattr(writes, write)(store=store, actor=actor, base_version=base, **params)
+    except LookupError as exc:  # a version or an entry that is not there
+        raise Http404(str(exc)) from None
+
+
+@handler("memory.write")
+def carry_out_write(params: dict, actor: Actor) -> Result:
+    """The outbox's page write, on the store's host: the version written, or the conflict."""
+    store = _store(params["store"])
+    try:
+        snap = _write(store, actor, params["write"], params["base"], params["params"])
+    except StaleEdit as stale:
+        return Result.of(409, conflict(stale, params["params"].get("text", stale.current_text)))
+    return Result.of(200, {"version": snap.version})
+
+
+def _outcome_page(
+    request: HttpRequest, store: MemoryStore, queued, base: str, done: str, mine: str
+) -> HttpResponse:
+    """What the page says of a write another host carried out within the wait, as if made here."""
+    result = result_of(queued)
+    body = result.body if result is not None and isinstance(result.body, dict) else {}
+    if result is None or not body:
+        return queued_page(request, queued)
+    if result.ok:
+        saved(request, Snapshot(body["version"], ""), base, done)
+        return redirect("memory_admin:store_detail", key=store.key)
+    if result.status == 409 and "current_version" in body:
+        stale = StaleEdit(body["current_content"], body["current_version"])
+        return conflict_page(request, store, mine or stale.current_text, base, stale)
+    if result.status == 409:
+        return busy_page(request, store, TapeBusy(result.reason, body.get("retry_after", 2)))
+    if result.status == 400:
+        return refused(request, store, StoreError(result.reason))
+    return queued_page(request, queued)  # the store gone on its host, a full disk: its panel says
 
 
 def saved(request: HttpRequest, snap: Snapshot, base: str, done: str = "") -> None:

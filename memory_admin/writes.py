@@ -18,7 +18,7 @@ from tapeview.accounts.models import AuditEvent
 from tapeview.sources import TapeBusy
 
 from . import diff
-from .catalog import refresh_stat, sync_stores
+from .catalog import keep_copies, refresh_stat, sync_stores
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of, require
 from .models import MemoryStore
 from .stores import bub_zone
@@ -159,6 +159,7 @@ def _written(
         diff=diff.unified(before.text, after.text, f"{title}@{before.version}", f"{title}@{after.version}"),
     )
     refresh_stat(store)  # the page's header and the API show the file as written, not as last listed
+    keep_copies(store)  # and a web tier on another machine, too
     return after
 
 

@@ -15,6 +15,8 @@ from memory_admin.api import router as memory_router
 from memory_admin.stores.model import StoreError
 from tapeview.accounts.auth import SessionAuth, TokenAuth, docs_access
 from tapeview.accounts.throttle import Throttled
+from tapeview.outbox import handlers as outbox_handlers
+from tapeview.outbox.api import router as outbox_router
 from tapeview.reviews.api import router as reviews_router
 from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound, WriteFailed
 from tapeview.tapes.api import entries, tapes
@@ -53,6 +55,7 @@ if apps.is_installed("tapeview.search"):
 
     api.add_router("", search_router)
 api.add_router("/memory", memory_router)
+api.add_router("", outbox_router)
 
 
 def _error(request: HttpRequest, status: int, detail: object) -> HttpResponse:
@@ -87,7 +90,7 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(TapeNotFound)
 def tape_gone(request: HttpRequest, exc: TapeNotFound) -> HttpResponse:
-    return _error(request, 404, "this tape's file is gone")
+    return _error(request, 404, exc.detail)
 
 
 @api.exception_handler(AnchorNotFound)
@@ -131,6 +134,14 @@ def _bad_request(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 for refused in (StoreError, HandoffRefused, BadCursor):
     api.add_exception_handler(refused, _bad_request)
+
+
+def _outbox_answer(exc: Exception) -> HttpResponse:
+    """A write the outbox carried out on its host: what it raised, answered as this API answers it."""
+    return api.on_exception(HttpRequest(), exc)
+
+
+outbox_handlers.answer_errors_with(_outbox_answer)
 
 
 def unknown_endpoint(request: HttpRequest, path: str) -> HttpResponse:

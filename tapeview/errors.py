@@ -6,13 +6,18 @@ an unknown URL (404), a refusal raised outside the API (403), a crash (500).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views import defaults
 
-from tapeview.sources import WriteFailed
+from tapeview.sources import TapeNotFound, WriteFailed
+
+RETRY_AFTER_DOWN = 5  # seconds: a database restart is usually over by then
 
 MESSAGES = {
     400: "bad request: the body is too large or malformed",
@@ -43,7 +48,21 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
+        return database_down(request)
     return _json(request, 500) or defaults.server_error(request)
+
+
+def database_down(request: HttpRequest) -> HttpResponse:
+    """The index's database unreachable (restarting, the network cut), wherever it was met (a view,
+    the session middleware): 503 with a retry hint, not a 500. Nothing was wrong with the request."""
+    detail = "the index's database cannot be reached just now: try again in a few seconds"
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": detail}, status=503)
+    else:  # a page that asks the database nothing: no request context, so no user and no menu
+        response = HttpResponse(render_to_string("unavailable.html", {"detail": detail}), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_DOWN)
+    return response
 
 
 class WriteFailedMiddleware:
@@ -65,3 +84,21 @@ class WriteFailedMiddleware:
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": str(exception)}, status=507)
         return render(request, "write_failed.html", {"error": exception}, status=507)
+
+
+class FileGoneMiddleware:
+    """A file gone between a page's lookup and its read (deleted, reset; another host's, with no
+    copy here) is a 404 that says so, on every page, instead of a 500."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, TapeNotFound):
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": exception.detail}, status=404)
+        return defaults.page_not_found(request, Http404(exception.detail))

@@ -65,6 +65,9 @@ if len(TAPEVIEW_HOST) > 255:
 # False for a web tier that trusts another process (`tapeview index --watch`) with the index:
 # its pages neither scan the sources nor index a tape (`tapeview serve --no-index` sets it).
 TAPEVIEW_WEB_INDEXES = env_bool("TAPEVIEW_WEB_INDEXES", True)
+# A write to another host's file goes through the outbox: the page or API call waits this many
+# seconds for that host's watcher to carry it out, then answers 202 with where to look.
+TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
 
 
 def env_windows(name: str) -> dict[str, int]:
@@ -96,6 +99,7 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "tapeview.accounts",
+    "tapeview.outbox",
     "tapeview.tapes",
     "tapeview.reviews",
     "memory_admin",
@@ -115,6 +119,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
     "tapeview.errors.WriteFailedMiddleware",
+    "tapeview.errors.FileGoneMiddleware",
+    # Each request reads this machine's files until it looks up another host's tape or store.
+    "tapeview.tapes.filecopy.FilesMiddleware",
     # Last: turns a sign-in refused for too many failures into the lockout page (429).
     "axes.middleware.AxesMiddleware",
 ]
@@ -169,7 +176,9 @@ TEMPLATES = [
 _db_url = os.environ.get("TAPEVIEW_DATABASE_URL") or os.environ.get("DATABASE_URL")
 if _db_url:
     try:
-        DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60)}
+        # Health checks: a connection kept across requests is tested first, so a database restart
+        # costs no request a 500.
+        DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60, conn_health_checks=True)}
     except ValueError as exc:
         raise ImproperlyConfigured(f"TAPEVIEW_DATABASE_URL: {exc}") from None
 else:
@@ -188,6 +197,9 @@ else:
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Whether the indexer keeps a copy of each file it reads in the database, for a web tier on
+# another machine (tapes.filecopy): on by default with PostgreSQL, the fleet's database.
+TAPEVIEW_COPY_FILES = env_bool("TAPEVIEW_COPY_FILES", DATABASES["default"]["ENGINE"].endswith("postgresql"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -215,8 +227,11 @@ SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = int(env_float("TAPEVIEW_HSTS_SECONDS", 31536000)) if SESSION_COOKIE_SECURE else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SESSION_COOKIE_SECURE
 if env_bool("TAPEVIEW_BEHIND_PROXY", False):
-    # A TLS-terminating proxy in front says which scheme the browser used.
+    # A TLS-terminating proxy in front says which scheme the browser used, and who the browser is:
+    # sign-in throttling counts failures per client (X-Forwarded-For, as the one proxy set it),
+    # not per proxy, which would lock everyone out after ten failures by anyone.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    AXES_CLIENT_IP_CALLABLE = "tapeview.accounts.throttle.client_address"
 # Preloading a domain into browsers is a decision for its owner, not a default of this app.
 SILENCED_SYSTEM_CHECKS = ["security.W021"]
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include("tapeview.accounts.urls")),
     path("memory/", include("memory_admin.urls")),
     path("search/", include("tapeview.search.urls")),
+    path("outbox/", include("tapeview.outbox.urls")),
     path("api/", api.urls()),
     # Browsers ask for /favicon.ico whatever the page says: send them the real one.
     path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),

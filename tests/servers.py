@@ -3,6 +3,7 @@ live server (live agents beside it, the background indexer) start."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import secrets
@@ -10,10 +11,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -34,11 +37,16 @@ def environment(home: Path, sources: str, **settings: str) -> dict[str, str]:
     return env
 
 
+def run_url() -> str:
+    """The database the test run uses, from its environment ("" for the default SQLite)."""
+    return os.environ.get("TAPEVIEW_DATABASE_URL") or os.environ.get("DATABASE_URL") or ""
+
+
 @contextmanager
-def own_database(env: dict[str, str], prefix: str) -> Iterator[dict[str, str]]:
-    """`env` as it is (SQLite in TAPEVIEW_HOME), or, when TAPEVIEW_DATABASE_URL names a PostgreSQL
-    server (`.ci/postgres_server.py`), with a database of this test's own on it, dropped after."""
-    url = os.environ.get("TAPEVIEW_DATABASE_URL") or os.environ.get("DATABASE_URL") or ""
+def own_database(env: dict[str, str], prefix: str, url: str = "") -> Iterator[dict[str, str]]:
+    """`env` as it is (SQLite in TAPEVIEW_HOME), or, when TAPEVIEW_DATABASE_URL (or `url`) names a
+    PostgreSQL server (`.ci/postgres_server.py`), with a database of this test's own on it, dropped after."""
+    url = url or run_url()
     if not url.startswith("postgres"):
         yield env
         return
@@ -57,13 +65,36 @@ def own_database(env: dict[str, str], prefix: str) -> Iterator[dict[str, str]]:
 
 
 @contextmanager
-def tapeview_serve(env: dict[str, str], home: Path, *args: str) -> Iterator[tuple[str, str, float]]:
-    """`tapeview serve`: its base URL, the one-time sign-in link it prints, and when it said "Serving on"."""
+def postgres_database(env: dict[str, str], prefix: str) -> Iterator[dict[str, str]]:
+    """`env` with a PostgreSQL database of this test's own: on the run's server when it has one
+    (`make test-postgres`), else on a throwaway server started for this test (`make test-sqlite`)."""
+    if run_url().startswith("postgres"):
+        with own_database(env, prefix) as env:
+            yield env
+        return
+    spec = importlib.util.spec_from_file_location("postgres_server", ROOT / ".ci" / "postgres_server.py")
+    postgres_server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(postgres_server)
+    with (
+        postgres_server.server() as (sock, port),
+        own_database(env, prefix, f"postgres://postgres@/postgres?host={sock}&port={port}") as env,
+    ):
+        yield env
+
+
+@contextmanager
+def tapeview_serve(
+    env: dict[str, str], home: Path, *args: str, inside: Sequence[str] = (), first: bool = True
+) -> Iterator[tuple[str, str, float]]:
+    """`tapeview serve`: its base URL, the one-time sign-in link it prints (the first server over a
+    database prints one for the first admin; `first=False`: none expected), and when it said
+    "Serving on". `inside`: a command that runs it (e.g. in a mount namespace that hides folders)."""
     port = free_port()
     log = home / "serve.log"
+    serve = [sys.executable, "-m", "tapeview", "serve", "--port", str(port), "--host", "127.0.0.1"]
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "tapeview", "serve", "--port", str(port), "--host", "127.0.0.1", *args],
+            [*inside, *serve, *args],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -79,8 +110,8 @@ def tapeview_serve(env: dict[str, str], home: Path, *args: str) -> Iterator[tupl
             assert server.poll() is None and time.monotonic() < serving + 10, log.read_text()[-3000:]
             time.sleep(0.05)
         link = re.search(r"http://127\.0\.0\.1:\d+/signin/[\w-]+/", log.read_text())
-        assert link, log.read_text()[-3000:]
-        yield f"http://127.0.0.1:{port}", link.group(0), serving
+        assert link or not first, log.read_text()[-3000:]
+        yield f"http://127.0.0.1:{port}", link.group(0) if link else "", serving
     finally:
         server.terminate()
         try:

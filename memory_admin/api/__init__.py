@@ -5,11 +5,17 @@ from __future__ import annotations
 from contextlib import suppress
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from ninja import Query, Router, Status
 
+from tapeview.accounts.audit import Actor
 from tapeview.accounts.auth import writer
-from tapeview.tapes import discovery
+from tapeview.outbox import queue as outbox
+from tapeview.outbox.answers import api_answer
+from tapeview.outbox.api import OutboxRequestOut
+from tapeview.outbox.handlers import Result, handler
+from tapeview.tapes import discovery, filecopy
 from tapeview.tapes.api.cursor import offset_page
 from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
@@ -45,6 +51,7 @@ def _store(key: str) -> MemoryStore:
     store = stores.filter(key=key).first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
     if store is None:
         raise Http404("no such memory store")
+    filecopy.read_from_host(store.host)  # another host's store: its files' copies
     return store
 
 
@@ -173,17 +180,39 @@ def get_diff(
     return {"from_version": pair.frm, "to_version": pair.to, "diff": diff}
 
 
+def queue_write(store: MemoryStore, action: str, params: dict, actor: Actor):
+    """A write for the watcher of the store's host to carry out (the pages' and the API's)."""
+    return outbox.submit(
+        store.host,
+        action,
+        {**params, "store": store.key},
+        actor,
+        subject=f"store:{store.key}",
+        target=f"{store.source}: {store.title} ({store.owner})",
+        page=reverse("memory_admin:store_detail", args=[store.key]),
+    )
+
+
 @router.put(
     "/{store_id}/long-term",
-    response=responses({200: StoreDetailOut, 409: ConflictOut | BusyOut}, 400, 403, 404),
+    response=responses(
+        {200: StoreDetailOut, 202: OutboxRequestOut, 409: ConflictOut | BusyOut}, 400, 403, 404
+    ),
 )
-def update_long_term(request: HttpRequest, store_id: str, body: LongTermIn) -> Status:
+def update_long_term(request: HttpRequest, store_id: str, body: LongTermIn) -> Status | HttpResponse:
     """Replace the long-term text if the store is still at `base_version`, else 409 with a diff.
 
     MEMORY.md and other text files are rewritten atomically; a Bub zone gets a new version appended.
+    A store on another host: its watcher writes it (as here when done within the wait, else 202).
     """
     actor = writer(request)
     store = _store(store_id)
+    if outbox.elsewhere(store.host):
+        return api_answer(queue_write(store, "memory.long_term", body.model_dump(), actor))
+    return _long_term(store, body, actor)
+
+
+def _long_term(store: MemoryStore, body: LongTermIn, actor: Actor) -> Status:
     try:
         snap = writes.replace_long_term(store, body.content, body.base_version, actor)
     except StaleEdit:
@@ -192,12 +221,22 @@ def update_long_term(request: HttpRequest, store_id: str, body: LongTermIn) -> S
 
 
 @router.post(
-    "/{store_id}/prune", response=responses({200: PruneOut, 409: ConflictOut | BusyOut}, 400, 403, 404)
+    "/{store_id}/prune",
+    response=responses({200: PruneOut, 202: OutboxRequestOut, 409: ConflictOut | BusyOut}, 400, 403, 404),
 )
-def prune_store(request: HttpRequest, store_id: str, body: PruneIn) -> Status:
-    """Remove a Bub zone's notes older than `older_than_days`; a dry run says exactly which would go."""
+def prune_store(request: HttpRequest, store_id: str, body: PruneIn) -> Status | HttpResponse:
+    """Remove a Bub zone's notes older than `older_than_days`; a dry run says exactly which would go.
+
+    A store on another host: its watcher prunes it (as here when done within the wait, else 202).
+    """
     actor = writer(request)
     store = _store(store_id)
+    if outbox.elsewhere(store.host):
+        return api_answer(queue_write(store, "memory.prune", body.model_dump(), actor))
+    return _prune(store, body, actor)
+
+
+def _prune(store: MemoryStore, body: PruneIn, actor: Actor) -> Status:
     removed = kind_of(store).prune_preview(store, body.older_than_days)
     snap = versions.snapshot(store)
     if body.dry_run or not removed:
@@ -209,3 +248,23 @@ def prune_store(request: HttpRequest, store_id: str, body: PruneIn) -> Status:
     except StaleEdit as stale:
         return Status(409, conflict(stale, stale.current_text))
     return Status(200, {"dry_run": False, "removed": removed, "version": after.version})
+
+
+@handler("memory.long_term")
+def carry_out_long_term(params: dict, actor: Actor) -> Result:
+    """The outbox's long-term edit, on the store's host: the API's own answer."""
+    answer = _long_term(_store(params["store"]), LongTermIn(**_own(params)), actor)
+    ok = answer.status_code == 200
+    return Result.of(answer.status_code, StoreDetailOut.model_validate(answer.value) if ok else answer.value)
+
+
+@handler("memory.prune")
+def carry_out_prune(params: dict, actor: Actor) -> Result:
+    """The outbox's prune, on the store's host: the API's own answer."""
+    answer = _prune(_store(params["store"]), PruneIn(**_own(params)), actor)
+    ok = answer.status_code == 200
+    return Result.of(answer.status_code, PruneOut.model_validate(answer.value) if ok else answer.value)
+
+
+def _own(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k != "store"}

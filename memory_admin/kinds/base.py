@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import ClassVar
 
 from django import forms
@@ -40,6 +41,10 @@ class StoreKind:
 
     def read(self, store: MemoryStore) -> Snapshot:
         raise NotImplementedError
+
+    def files(self, store: MemoryStore) -> list[Path]:
+        """The files its page reads: what a fleet's watcher copies for a web tier elsewhere."""
+        return [Path(store.path)]
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         """Every version the store can be compared at or restored to, newest first."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 from django import forms
 
@@ -102,6 +103,10 @@ class NanobotHistory(StoreKind):
 
     def read(self, store: MemoryStore) -> Snapshot:
         return nanobot_memory.read(store.ref())
+
+    def files(self, store: MemoryStore) -> list[Path]:
+        memory = Path(store.path).parent  # Dream's progress: the cursors beside the journal
+        return [Path(store.path), *nanobot_history.cursor_files(memory)]
 
     def export_content(self, snap: Snapshot) -> dict:
         fields = ("cursor", "timestamp", "session_key", "content", "readable")

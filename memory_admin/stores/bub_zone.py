@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tapeview.sources.bub import scan
 from tapeview.sources.model import Entry, TapeNotFound
+from tapeview.sources.raw_bytes import exists, open_bytes, size_of
 
 from .model import StoreError
 
@@ -123,7 +124,7 @@ def changes(zones: list[Zone]) -> list[ZoneChange]:
 def read_file(path: Path) -> ZoneFile:
     """Every zone of a file, with the size and line count the next append must find unchanged."""
     try:
-        size = path.stat().st_size
+        size = size_of(path)
     except FileNotFoundError:
         if path.name.endswith(SIDECAR_SUFFIX):
             return ZoneFile([], 0, 0, False)
@@ -137,7 +138,7 @@ def read_file(path: Path) -> ZoneFile:
         if not entry.readable or entry.name in (OPEN, SEAL, LONG_TERM, DAILY):
             entries.append(entry)
     # Blank lines and an unfinished last line after the last entry still take places in the file.
-    with open(path, "rb") as f:
+    with open_bytes(path) as f:
         f.seek(end)
         rest = f.read(size - end)
     residue = bool(rest) and not rest.endswith(b"\n")
@@ -154,7 +155,7 @@ def memory_sidecar(path: Path) -> Path:
 def where_zone_lives(path: Path) -> Path:
     """The memory sidecar if it holds a zone, else the tape itself (where the agent keeps its zone)."""
     sidecar = memory_sidecar(path)
-    if sidecar.exists() and read_file(sidecar).zones:
+    if exists(sidecar) and read_file(sidecar).zones:
         return sidecar
     return Path(path)
 

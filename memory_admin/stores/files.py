@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from tapeview.sources.model import WriteFailed
+from tapeview.sources.model import TapeNotFound, WriteFailed
+from tapeview.sources.raw_bytes import open_bytes
 
 from . import locks
 from .model import StaleEdit, version_of
@@ -25,8 +26,12 @@ _announce: ContextVar[Announce | None] = ContextVar("announce", default=None)
 
 
 def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes (from its copy, for another host's store: sources.raw_bytes); None if none."""
     try:
-        return path.read_bytes()
+        with open_bytes(path) as f:
+            return f.read()
+    except TapeNotFound:
+        raise  # another host's file with no copy here: unknown, not absent
     except FileNotFoundError:
         return None
 

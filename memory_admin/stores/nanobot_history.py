@@ -45,7 +45,7 @@ def history(ref: StoreRef, query: str | None = None) -> list[HistoryItem]:
 def dream_progress(workspace: Path) -> dict[str, int | None]:
     """`.cursor` (last cursor handed out), `.dream_cursor` (last one Dream consumed) and what is left."""
     memory = workspace / "memory"
-    cursor, dream_cursor = _cursor_file(memory / ".cursor"), _cursor_file(memory / ".dream_cursor")
+    cursor, dream_cursor = (_cursor_file(path) for path in cursor_files(memory))
     cursors = [i.cursor for i in _jsonl_items(read_bytes(memory / "history.jsonl") or b"") if i.readable]
     done = dream_cursor or 0  # nanobot reads a missing or unreadable .dream_cursor as 0
     return {
@@ -64,9 +64,14 @@ def parse(ref: StoreRef, data: bytes) -> list[HistoryItem]:
     return items
 
 
+def cursor_files(memory: Path) -> list[Path]:
+    """`.cursor` (the last cursor handed out) and `.dream_cursor` (the last one Dream consumed)."""
+    return [memory / ".cursor", memory / ".dream_cursor"]
+
+
 def _cursor_file(path: Path) -> int | None:
     try:
-        value = int(path.read_text(encoding="utf-8").strip())
+        value = int((read_bytes(path) or b"").decode("utf-8").strip())
     except (OSError, ValueError):
         return None
     return value if value >= 0 else None

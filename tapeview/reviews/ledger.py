@@ -218,6 +218,8 @@ def mark(reviews: Iterable[Review]) -> list[Review]:
     reviews of it.
     """
     reviews = list(reviews)
+    if not reviews:
+        return []  # most entries of a timeline page: no query for them
     wanted: dict[str, set[int]] = {}
     for r in reviews:
         wanted.setdefault(r.tape_key, set()).add(r.pos)

@@ -20,7 +20,6 @@ from . import ledger
 from .forms import ReviewForm, ReviewListForm
 
 PAGE_SIZE = 50
-FILE_GONE = "this tape's file is gone"
 
 
 @vary_on_headers("HX-Request")
@@ -65,8 +64,8 @@ def review_create(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     if form.is_valid():
         try:
             ledger.add(tape, pos, Actor.of(request.user).name, **form.review())
-        except TapeNotFound:
-            raise Http404(FILE_GONE) from None
+        except TapeNotFound as gone:
+            raise Http404(gone.detail) from None
         except ledger.ReviewRefused as exc:
             form.add_error(None, str(exc))
         except ledger.ReviewConflict as exc:

@@ -20,6 +20,7 @@ HIGHLIGHTS = "where the matches are in `snippet`: [start, end) offsets in charac
 class HitOut(Schema):
     tape_id: str
     tape_label: str
+    host: str = Field(description="the host the tape is on (TAPEVIEW_HOST of the indexer that found it)")
     source: str
     pos: int = Field(description="the entry: GET /api/tapes/{tape_id}/entries/{pos}")
     kind: str
@@ -111,6 +112,7 @@ def search_tapes(request: HttpRequest, filters: Query[SearchFilters]) -> dict:
         {
             "tape_id": h.tape_key,
             "tape_label": h.tape_label,
+            "host": h.host,
             "source": h.source,
             "pos": h.pos,
             "kind": h.kind,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from tapeview.sources import Entry, TapeNotFound, reader
@@ -65,8 +66,9 @@ def catch_up(budget: float | None = None) -> int:
 
 def catch_up_unwatched(budget: float = PAGE_BUDGET) -> int:
     """Where no background indexer beats (tests, a lone `tapeview runserver`), the page that asks
-    catches up itself, for at most `budget` seconds; the indexer does it where it runs."""
-    if discovery.watcher() is not None or not lag():
+    catches up itself, for at most `budget` seconds; the indexer does it where it runs, and a web
+    tier that leaves the index to others (`serve --no-index`) never does."""
+    if not settings.TAPEVIEW_WEB_INDEXES or discovery.watcher() is not None or not lag():
         return 0
     return catch_up(budget)
 
@@ -74,7 +76,7 @@ def catch_up_unwatched(budget: float = PAGE_BUDGET) -> int:
 def _behind_sql(columns: str) -> str:
     """Over the tapes whose indexed entries are not all searchable (`n`: how many are not)."""
     return (
-        f"SELECT {columns} FROM (SELECT t.id, t.source, t.next_pos - COALESCE(s.next_pos, 1) AS n "
+        f"SELECT {columns} FROM (SELECT t.id, t.host, t.source, t.next_pos - COALESCE(s.next_pos, 1) AS n "
         f"FROM {Tape._meta.db_table} t LEFT JOIN {SearchedTape._meta.db_table} s ON s.tape_id = t.id) AS lag "
         "WHERE n > 0"
     )
@@ -95,9 +97,11 @@ def lag_asked(sender: object, **kwargs: object) -> dict[str, int]:
 
 
 def behind() -> Iterator[Tape]:
-    """The tapes whose indexed entries are not all searchable, the smallest lag first: small tapes
-    (fresh sessions) become searchable before the pass settles into a big one."""
-    ids = [tape_id for (tape_id,) in fetch(_behind_sql("id") + " ORDER BY n, id", [])]
+    """This host's tapes whose indexed entries are not all searchable, the smallest lag first: small
+    tapes (fresh sessions) become searchable before the pass settles into a big one. Another host's
+    tapes are its own watcher's to make searchable: their files are there."""
+    sql = _behind_sql("id") + " AND host = %s ORDER BY n, id"
+    ids = [tape_id for (tape_id,) in fetch(sql, [discovery.this_host()])]
     found = Tape.objects.in_bulk(ids)
     for tape_id in ids:
         if tape_id in found:

@@ -43,6 +43,7 @@ class Hit:
     snippet: str = ""
     highlights: tuple[Span, ...] = ()
     copies: tuple[Hit, ...] = ()
+    host: str = ""  # the tape's host: in a fleet, which machine it is on
 
     @property
     def role(self) -> str | None:
@@ -200,6 +201,7 @@ def _hit(
     return Hit(
         tape_key=tape.key,
         tape_label=tape.label,
+        host=tape.host,
         source=row.source,
         pos=row.pos or 0,
         kind=row.kind,

@@ -25,7 +25,7 @@ from .bub_lines import (
     preview,
     too_big,
 )
-from .model import ContextMessage, Entry, TapeFile, unreadable
+from .model import ContextMessage, Entry, TapeFile, TapeNotFound, unreadable
 from .raw_bytes import open_file
 from .raw_bytes import read_raw as read_raw  # the contract's byte reader, the same for every kind
 
@@ -125,11 +125,11 @@ def _skip_to_newline(f, length: int) -> int | None:
 def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:
     """The bytes after the last complete line, shown as unreadable: a write in flight or a crash."""
     try:
-        with open(path, "rb") as f:
+        with open_file(path) as f:
             f.seek(offset)
             rest = f.read(PREVIEW_BYTES + 1)
             size = f.seek(0, 2)
-    except OSError:
+    except (OSError, TapeNotFound):
         return None
     if not rest:
         return None

@@ -9,7 +9,6 @@ so only an operator's explicit confirmation may write then.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import BinaryIO, Literal
 import orjson
 
 from .bub_lines import parse_line
-from .model import Entry, TapeBusy, TapeNotFound
+from .model import Entry, TapeBusy
+from .raw_bytes import open_file, stat_of
 
 BLOCK = 64 * 1024
 # How many unreadable lines at the end we step over to find the last entry before giving up.
@@ -45,14 +45,11 @@ class Tail:
 
 def read_tail(path: Path, quiet_seconds: float, stopped_seconds: float, now: Callable[[], float]) -> Tail:
     """The tape's end, read backwards from its last byte. Raises TapeNotFound if the file is gone."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below; fstat must see the inode we read
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
+    f = open_file(path)  # closed below; the stat must be the open file's, the inode we read
     with f:
-        st = os.fstat(f.fileno())
-        size, age = st.st_size, now() - st.st_mtime
-        here = (st.st_ino, st.st_dev, size)
+        st = stat_of(f)
+        size, age = st.size, now() - st.mtime
+        here = (st.ino, st.dev, size)
         complete_end = _newline_before(f, size) + 1
         residue = complete_end < size
         if residue and age < quiet_seconds * 3:

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from .raw_bytes import open_bytes
+
 MAX_BYTES = 64 * 1024 * 1024
 PREVIEW_BYTES = 600
 TOO_DEEP = "JSON nested too deeply to read safely (more levels than a parser follows)"
@@ -37,8 +39,9 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
     FileNotFoundError and any other OSError pass through: what they mean depends on the reader.
     """
     limit = MAX_BYTES if limit is None else limit
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    with open_bytes(path) as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(0)
         data = f.read(limit + 1) if size <= limit else b""
         if size > limit or len(data) > limit:  # the second: it grew while being read
             size = max(size, len(data))

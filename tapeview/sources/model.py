@@ -11,6 +11,8 @@ from typing import Any, Literal
 class TapeNotFound(LookupError):
     """The tape file is gone (deleted, reset or never there)."""
 
+    detail = "this tape's file is gone"  # what a user is told
+
 
 class TapeBusy(Exception):
     """The agent is mid-turn or writing: nothing was written. Try again after `retry_after` seconds."""

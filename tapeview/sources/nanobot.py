@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .model import ContextMessage, Entry, TapeNotFound
+from .model import ContextMessage, Entry
 from .nanobot_files import detect, discover, key_from_stem
 from .nanobot_lines import is_empty_assistant, is_int, parse_line, replay_text, tool_calls_of
-from .raw_bytes import read_raw
+from .raw_bytes import open_file, read_raw
 
 __all__ = [
     "ARCHIVED_ANCHOR",
@@ -41,10 +41,8 @@ ARCHIVED_ANCHOR = "nanobot/archived"  # the first message the archive pointer le
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """Every record of the file from byte 0 (`start` is ignored: nanobot rewrites the whole file)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
+    with open_file(path) as f:
+        data = f.read()
     yield from _mark_phases(list(_records(data)))
 
 

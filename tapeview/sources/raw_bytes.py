@@ -1,20 +1,102 @@
-"""The raw bytes of a source file: opened read-only, streamed by byte span the same way for every kind."""
+"""The raw bytes of a source file: opened read-only, streamed by byte span the same way for every kind.
+
+Every reader opens its files here, so the bytes can come from somewhere else than this machine's
+disk: inside `reading_from(files)` they come from `files` (a fleet's web tier reads the copies the
+files' own host keeps in the database, tapes.filecopy).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from .model import TapeNotFound
+
+HEAD = 4096  # bytes of a first line that identify a file's generation (`head`)
+
+
+class Files(Protocol):
+    """Where a reader's files come from, when not from this machine's disk."""
+
+    def open(self, path: Path) -> BinaryIO:
+        """The file opened for reading bytes (seekable); FileNotFoundError when there is none."""
+
+    def size(self, path: Path) -> int:
+        """The file's size in bytes; FileNotFoundError when there is none."""
+
+
+_files: ContextVar[Files | None] = ContextVar("tapeview_files", default=None)
+
+
+@contextmanager
+def reading_from(files: Files | None) -> Iterator[None]:
+    """Open every file from `files` meanwhile (None: from this machine's disk, as outside)."""
+    token = _files.set(files)
+    try:
+        yield
+    finally:
+        _files.reset(token)
+
+
+def use(files: Files | None) -> None:
+    """Open every file from `files` for the rest of the current context (a request: the middleware
+    tapes.filecopy.FilesMiddleware gives each its own)."""
+    _files.set(files)
+
+
+def open_bytes(path: Path) -> BinaryIO:
+    """The file opened for reading bytes, wherever files come from now; FileNotFoundError if gone."""
+    files = _files.get()
+    return open(path, "rb") if files is None else files.open(Path(path))  # noqa: SIM115 - callers close it
 
 
 def open_file(path: Path) -> BinaryIO:
     """The file opened for reading bytes; TapeNotFound when it is gone."""
     try:
-        return open(path, "rb")  # noqa: SIM115 - the callers' `with` closes it
+        return open_bytes(path)
+    except TapeNotFound:
+        raise  # already says why
     except FileNotFoundError as exc:
         raise TapeNotFound(str(path)) from exc
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What a reader needs of an open file's stat: its size, last change and identity."""
+
+    size: int
+    mtime: float
+    ino: int
+    dev: int
+
+
+def stat_of(f: BinaryIO) -> FileStat:
+    """The open file's stat; of a copy (another host's file), the file's as its host last copied it."""
+    own = getattr(f, "file_stat", None)
+    if own is not None:
+        return own()
+    st = os.fstat(f.fileno())
+    return FileStat(st.st_size, st.st_mtime, st.st_ino, st.st_dev)
+
+
+def size_of(path: Path) -> int:
+    """The file's size, wherever files come from now; FileNotFoundError (an OSError) if gone."""
+    files = _files.get()
+    return os.stat(path).st_size if files is None else files.size(Path(path))
+
+
+def exists(path: Path) -> bool:
+    try:
+        size_of(path)
+    except OSError:
+        return False
+    return True
 
 
 def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iterator[bytes]:
@@ -27,3 +109,20 @@ def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iter
                 return
             length -= len(block)
             yield block
+
+
+def head(path: str | Path) -> str:
+    """A fingerprint of the file's first line (its first HEAD bytes at most); "" while it has none.
+
+    An append-only file unlinked and made again (a Bub reset) can get its old inode back and grow
+    past the old size before anyone looks: its first line tells the new one apart.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(HEAD)
+    except OSError:
+        return ""
+    end = data.find(b"\n")
+    if end < 0 and len(data) < HEAD:
+        return ""  # no whole first line yet
+    return hashlib.blake2b(data if end < 0 else data[: end + 1], digest_size=16).hexdigest()

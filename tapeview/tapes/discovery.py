@@ -17,7 +17,7 @@ from tapeview.sources import SourceSpec, TapeFile, parse_sources, paths, reader,
 from tapeview.sources.paths import Refusal
 
 from .index import Progress, refresh
-from .models import Indexer, SourceSize, Tape
+from .models import Indexer, SourceSize, Tape, this_host
 
 # A watcher (tapeview index --watch) beats every few seconds, also mid-pass; one this quiet is gone.
 BEAT_STALE = timedelta(seconds=30)
@@ -43,10 +43,6 @@ def tape_key(source: str, rel: str, host: str | None = None) -> str:
     """
     host = settings.TAPEVIEW_HOST if host is None else host
     return hashlib.blake2b(f"{host}\0{source}\0{rel}".encode(), digest_size=8).hexdigest()
-
-
-def this_host() -> str:
-    return settings.TAPEVIEW_HOST
 
 
 @dataclass

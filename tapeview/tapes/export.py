@@ -15,7 +15,7 @@ from django.utils.text import slugify
 
 from tapeview.sources import reader
 
-from . import raw, timeline
+from . import filecopy, raw, timeline
 from .context import AnchorNotFound
 from .lookup import find_row
 from .models import Anchor, Tape
@@ -77,8 +77,9 @@ def export(tape: Tape, fmt: str, start: int | None = None, stop: int | None = No
     else:
         chunks = _records(tape, part)
     # The file opens at the first chunk: take it now, so that a file gone since the lookup is a
-    # 404 rather than a download broken off once it has started.
-    first = next(chunks, b"")
+    # 404 rather than a download broken off once it has started (another host's file: its copy).
+    with filecopy.reading(tape.host):
+        first = next(chunks, b"")
     return Export(itertools.chain([first], chunks), filename(tape, part, fmt), FORMATS[fmt])
 
 

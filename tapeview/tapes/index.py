@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -15,11 +14,12 @@ from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
 from tapeview.sources import TapeNotFound, bub, bub_lines, paths, reader
+from tapeview.sources.raw_bytes import head
 
-from . import bulk, fastlane, signals
+from . import bulk, fastlane, filecopy, signals
 from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
-from .models import Anchor, EntryChunk, Tape
+from .models import Anchor, EntryChunk, Tape, this_host
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
@@ -28,10 +28,7 @@ LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
 STATE_PREVIEW = 300
-HEAD = 4096  # bytes of a first line that identify a tape's generation
-# How long a writer waits for another indexer of the tape it wrote, so that its answer (and the
-# next read) shows what it wrote.
-AFTER_WRITE = 5.0  # seconds
+AFTER_WRITE = 5.0  # seconds a writer waits for another indexer of its tape: its answer shows the write
 Progress = Callable[[int], None]
 
 
@@ -40,8 +37,24 @@ def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) ->
 
     Index writes for a tape have one owner at a time (a lease in its row). A tape that another
     request or process is indexing is left to it: this returns False at once (or after `wait`
-    seconds of asking again), and `tape` shows what is indexed so far.
-    """
+    seconds of asking again), and `tape` shows what is indexed so far. A fleet's copy of the file
+    (tapes.filecopy) is kept before the index, so no entry points past it, and after, for what came."""
+    copying = filecopy.enabled() and tape.host == this_host()
+    if copying:
+        filecopy.keep(tape.path, append_only=tape.append_only, tape=tape)
+    changed = _refresh(tape, progress, wait=wait)
+    if copying and changed:
+        filecopy.keep(tape.path, append_only=tape.append_only, tape=tape)
+    return changed
+
+
+def behind(tape: Tape) -> bool:
+    """Whether the tape's file changed since the index last read it: the next refresh has work."""
+    st = _stat(tape.path)
+    return st is not None and _identity(st) != _indexed_identity(tape)
+
+
+def _refresh(tape: Tape, progress: Progress | None, *, wait: float) -> bool:
     st = _stat(tape.path)
     if st is None and tape.problem == "file missing":
         return False
@@ -132,7 +145,7 @@ def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progres
     # phase_count -1: indexed before phase statistics existed (migration 0005): count them all again.
     if replaced or tape.phase_count < 0:
         _reset(tape, lease)
-    _set_identity(tape, st)
+    tape.device, tape.inode, tape.problem = st.st_dev, st.st_ino, ""
     if not tape.head:
         # Taken before the lines are read: a reset in between shows as another head next time.
         tape.head = head(tape.path)
@@ -141,19 +154,8 @@ def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progres
     else:
         lines = _as_lines(reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos))
     _index_lines(tape, lines, lease, progress)
-
-
-def head(path: str) -> str:
-    """A fingerprint of the file's first line (its first HEAD bytes at most); "" while it has none."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(HEAD)
-    except OSError:
-        return ""
-    end = data.find(b"\n")
-    if end < 0 and len(data) < HEAD:
-        return ""  # no whole first line yet
-    return hashlib.blake2b(data if end < 0 else data[: end + 1], digest_size=16).hexdigest()
+    # Only now: an indexer killed halfway leaves the old size, so the next one sees work left.
+    _set_identity(tape, st)
 
 
 def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | None) -> None:
@@ -172,18 +174,13 @@ def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | Non
         tape.problem = f"the file reads as damaged ({bad.problem}); showing the last good read"
         return
     _reset(tape, lease)
-    _set_identity(tape, st)
     _index_lines(tape, _as_lines(entries), lease, progress)
+    _set_identity(tape, st)  # only now, as for an appended file
 
 
 def _set_identity(tape: Tape, st: os.stat_result) -> None:
-    tape.device, tape.inode, tape.size, tape.mtime_ns, tape.problem = (
-        st.st_dev,
-        st.st_ino,
-        st.st_size,
-        st.st_mtime_ns,
-        "",
-    )
+    tape.device, tape.inode, tape.size, tape.mtime_ns = st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    tape.problem = ""
 
 
 def _reset(tape: Tape, lease: str) -> None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
+
+
+def this_host() -> str:
+    """The host this process indexes and writes as (TAPEVIEW_HOST): its tapes and stores carry it."""
+    return settings.TAPEVIEW_HOST
 
 
 class Tape(models.Model):
@@ -102,6 +108,36 @@ class EntryChunk(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tape", "first_pos"], name="chunk_tape_first_pos")]
+
+
+class FileCopy(models.Model):
+    """A source file's bytes kept in the database by the watcher of its host (tapes.filecopy), so
+    that a web tier on another machine shows its entries and memory without the file (a fleet).
+
+    Derived like the index: the file on its host is the truth, and this copy follows it.
+    """
+
+    host = models.CharField(max_length=255)
+    path = models.CharField(max_length=4096)
+    digest = models.CharField(max_length=32, unique=True)  # of host and path: paths outgrow an index
+    tape = models.ForeignKey(Tape, null=True, on_delete=models.CASCADE)  # gone with its tape's row
+    size = models.BigIntegerField(default=0)  # bytes copied
+    inode = models.BigIntegerField(null=True)
+    mtime_ns = models.BigIntegerField(default=0)
+    head = models.CharField(max_length=32, blank=True)  # as Tape.head: which generation was copied
+    copied_at = models.DateTimeField(null=True)
+
+
+class FileBlock(models.Model):
+    """Consecutive bytes of a copied file, from `start` to `end`; PostgreSQL compresses them (lz4)."""
+
+    copy = models.ForeignKey(FileCopy, on_delete=models.CASCADE, related_name="blocks")
+    start = models.BigIntegerField()
+    end = models.BigIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["copy", "start"], name="fileblock_copy_start")]
 
 
 class Anchor(models.Model):

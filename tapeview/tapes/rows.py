@@ -9,7 +9,7 @@ tallies first, and opens only the chunks that can hold an answer, in the order i
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import orjson
@@ -256,3 +256,42 @@ def _open(tape: Tape, summary: _Summary) -> Chunk | None:
     chunk = EntryChunk.objects.filter(tape=tape, first_pos=summary.first_pos)
     found = chunk.values_list("columns", "vocab").first()
     return decode(bytes(found[0]), found[1]) if found else None
+
+
+class Snapshot(Rows):
+    """A tape's rows answered as Rows does, from its chunk summaries read once (one query) and each
+    chunk opened at most once, however many questions one page asks of the same few chunks."""
+
+    def __init__(self, tape: Tape, *, seen: tuple[list, dict] | None = None, **fields) -> None:
+        super().__init__(tape, **fields)
+        self.seen = seen or ([], {})  # the summaries (once read), the chunks opened by first_pos
+
+    def _narrowed(self, **changes) -> Rows:
+        fields = {"low": self.low, "high": self.high, "where": self.conditions, **changes}
+        return Snapshot(self.tapes[0], seen=self.seen, **fields)
+
+    def _walk(self, *, descending: bool) -> Iterator[tuple[Chunk, np.ndarray]]:
+        for summary in self._summaries(self.tapes[0], descending=descending):
+            if self._may_hold(summary):
+                chunk = self.seen[1][summary.first_pos] = _open(self.tapes[0], summary)
+                picked = self._pick(chunk) if chunk is not None else ()
+                if len(picked):
+                    yield chunk, picked
+
+    def _summaries(self, tape: Tape, *, descending: bool, opened: bool = True) -> Iterator[_Summary]:
+        summaries, chunks = self.seen
+        if not summaries:
+            found = EntryChunk.objects.filter(tape=tape).order_by("first_pos").values_list(*SUMMARY)
+            summaries += [_Summary(pk, first, last, orjson.loads(tally)) for pk, first, last, tally in found]
+        inside = [
+            replace(s, opened=chunks[s.first_pos]) if s.first_pos in chunks else s
+            for s in summaries
+            if (self.low is None or s.last_pos >= self.low)
+            and (self.high is None or s.first_pos <= self.high)
+        ]
+        return reversed(inside) if descending else iter(inside)
+
+
+def snapshot(tape: Tape) -> Rows:
+    """Every row of a tape, for the many questions of one request (see Snapshot)."""
+    return Snapshot(tape)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from tapeview.sources import Entry, TapeNotFound, reader
 
+from . import filecopy
 from . import rows as index_rows
-from .blocks import Block, Item, arrange, turn_before
+from .blocks import Block, Item, arrange
 from .models import Tape
-from .rows import Match, Row
+from .rows import Match, Row, Rows
 
 PAGE_SIZE = 50
 TURN_KINDS = ("message", "tool_call", "tool_result")
@@ -36,6 +37,7 @@ class Page:
     tail: Entry | None  # an unfinished last line, shown at the end
     boundary_after: int | None = None  # everything on the page is archived: draw the boundary last
     blocks: list[Block] = field(default_factory=list)  # the items grouped in turns and folds
+    index: Rows | None = None  # the tape's rows as this page read them: for the page's other questions
 
 
 def find_rows(
@@ -48,13 +50,15 @@ def find_rows(
     readable: bool | None = None,
     limit: int = PAGE_SIZE,
     last: bool = False,
+    index: Rows | None = None,
 ) -> list[Row]:
     """Up to `limit` rows with after < pos < before, of these kinds (default all), in file order;
     with `errors` only those counted (or not) as errors, with `readable` only (un)readable lines.
 
-    The first `limit` of them, or with `last` the last `limit` (the page that ends at `before`).
+    The first `limit` of them, or with `last` the last `limit` (the page that ends at `before`);
+    asked of `index` (a snapshot of the tape's rows) when given.
     """
-    rows = index_rows.of(tape).after(after).before(before)
+    rows = (index or index_rows.of(tape)).after(after).before(before)
     rows = rows.where(kinds=tuple(kinds), errors=errors, readable=readable)
     return rows.tail(limit) if last else rows.head(limit)
 
@@ -68,10 +72,11 @@ def rows_for(
     end: bool = False,
     size: int = PAGE_SIZE,
     only: str = "",
+    index: Rows | None = None,
 ) -> list[Row]:
     """The rows of one timeline page: after a position, before one, around one (`at`), or at the end;
     with `only` (a key of ONLY), of those rows alone."""
-    where = ONLY.get(only, {})
+    where = {**ONLY.get(only, {}), "index": index}
     if end:
         return find_rows(tape, limit=size, last=True, **where)
     if before is not None:
@@ -82,30 +87,34 @@ def rows_for(
     return find_rows(tape, after=after, limit=size, **where)
 
 
-def error_steps(tape: Tape, *, at: int | None, first: int | None) -> tuple[int | None, int | None]:
+def error_steps(
+    tape: Tape, *, at: int | None, first: int | None, index: Rows | None = None
+) -> tuple[int | None, int | None]:
     """The errors before and after where the reader is: the entry jumped to (`at`), else the page
     that starts at `first` (its own first error is the next one)."""
     if at is None and first is None:
         return None, None
     here = at if at is not None else first
-    before = find_rows(tape, before=here, errors=True, limit=1, last=True)
-    after = find_rows(tape, after=here if at is not None else here - 1, errors=True, limit=1)
+    before = find_rows(tape, before=here, errors=True, limit=1, last=True, index=index)
+    after = find_rows(tape, after=here if at is not None else here - 1, errors=True, limit=1, index=index)
     return (before[0].pos if before else None), (after[0].pos if after else None)
 
 
-def anchor_ends(tape: Tape, positions: list[int]) -> dict[int, int | None]:
+def anchor_ends(tape: Tape, positions: list[int], index: Rows | None = None) -> dict[int, int | None]:
     """For anchors at these positions, where their segment ends: the next anchor (None: the end)."""
     if not positions:
         return {}
     start = min(positions)
-    following = [r.pos for r in find_rows(tape, after=start, kinds=("anchor",), limit=len(positions) + 1)]
+    anchors = find_rows(tape, after=start, kinds=("anchor",), limit=len(positions) + 1, index=index)
+    following = [r.pos for r in anchors]
     ordered = sorted(set(positions) | set(following))
     return {pos: next((p for p in ordered if p > pos), None) for pos in positions}
 
 
 def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
     """Read exactly the bytes of these entries; a too-big entry keeps the index's kind and name."""
-    entries = reader(tape.kind).read_entries(Path(tape.path), [(r.pos, r.offset, r.length) for r in rows])
+    with filecopy.reading(tape.host):  # another host's file: its copy in the database
+        entries = reader(tape.kind).read_entries(Path(tape.path), [(r.pos, r.offset, r.length) for r in rows])
     by_pos = {r.pos: r for r in rows}
     out = []
     for e in entries:
@@ -130,25 +139,28 @@ def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
 
 
 def page(tape: Tape, only: str = "", **where) -> Page:
-    rows = rows_for(tape, only=only, **where)
+    index = index_rows.snapshot(tape)
+    rows = rows_for(tape, only=only, index=index, **where)
     entries = read_rows(tape, rows)
-    items = _pair(tape, [Item(e) for e in entries])
+    items = _pair(index, tape, [Item(e) for e in entries])
     first = rows[0].pos if rows else None
     last = rows[-1].pos if rows else None
-    narrow = ONLY.get(only, {})
+    narrow = {**ONLY.get(only, {}), "index": index}
     newer = bool(rows) and bool(find_rows(tape, after=last, limit=1, **narrow))
-    older = bool(rows) and bool(find_rows(tape, before=first, limit=1, **narrow))
+    # The nearest older row, not the first of the tape: its chunk is the one open already.
+    older = bool(rows) and bool(find_rows(tape, before=first, limit=1, last=True, **narrow))
     tail = None
     if not newer and tape.pending_bytes and not only:
-        tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    boundary = archive_boundary(tape) if not only else None
+        with filecopy.reading(tape.host):
+            tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
+    boundary = archive_boundary(tape, index) if not only else None
     for item in items:
         if item.entry.pos == boundary:
             item.boundary = "consolidated into memory up to here"
     if only or first is None:
         blocks = [Block("item", item) for item in items]
     else:
-        blocks = arrange(items, *turn_before(tape, first))
+        blocks = arrange(items, *_turn_before(index, first))
     return Page(
         items,
         first,
@@ -158,7 +170,15 @@ def page(tape: Tape, only: str = "", **where) -> Page:
         tail,
         boundary if boundary and not newer and boundary > (last or 0) else None,
         blocks,
+        index,
     )
+
+
+def _turn_before(index: Rows, pos: int) -> tuple[int, bool]:
+    """blocks.turn_before, asked of this page's snapshot of the index."""
+    messages = index.before(pos).where(kinds=("message",), readable=True)
+    last = messages.where(names=("user", "assistant")).last()
+    return messages.where(names=("user",)).count(), last is not None and last.name == "user"
 
 
 def first_at(tape: Tape, when: datetime) -> int | None:
@@ -166,14 +186,14 @@ def first_at(tape: Tape, when: datetime) -> int | None:
     return index_rows.of(tape).where(since=when).first_pos()
 
 
-def archive_boundary(tape: Tape) -> int | None:
+def archive_boundary(tape: Tape, index: Rows | None = None) -> int | None:
     """Where a family that archives old messages (nanobot) draws "consolidated up to here".
 
     Read through the index: the metadata line's bytes only, and counts of message rows.
     """
     if tape.kind == "bub":  # Bub keeps no archive pointer (sources.bub.pointer): its anchors cut
         return None
-    rows = index_rows.of(tape)
+    rows = index or index_rows.of(tape)
     # Only a family that keeps an archive pointer writes a metadata record.
     meta = rows.where(kinds=("metadata",), readable=True).last()
     if meta is None:
@@ -190,9 +210,9 @@ def archive_boundary(tape: Tape) -> int | None:
     return first.pos if first else tape.next_pos
 
 
-def _following_results(tape: Tape, pos: int) -> list[Entry]:
+def _following_results(index: Rows, tape: Tape, pos: int) -> list[Entry]:
     """The tool_result entries that answer the tool_call at `pos`, read through the index."""
-    rows = index_rows.of(tape).after(pos).where(kinds=TURN_KINDS).head(MAX_RESULTS)
+    rows = index.after(pos).where(kinds=TURN_KINDS).head(MAX_RESULTS)
     found = []
     for row in rows:
         if row.kind != "tool_result":
@@ -201,13 +221,13 @@ def _following_results(tape: Tape, pos: int) -> list[Entry]:
     return read_rows(tape, found)
 
 
-def _preceding_call(tape: Tape, pos: int) -> Entry | None:
+def _preceding_call(index: Rows, tape: Tape, pos: int) -> Entry | None:
     turn = Match(kinds=TURN_KINDS, not_kinds=("tool_result",))
-    row = index_rows.of(tape).before(pos).where(turn).last()
+    row = index.before(pos).where(turn).last()
     return read_rows(tape, [row])[0] if row is not None and row.kind == "tool_call" else None
 
 
-def _pair(tape: Tape, items: list[Item]) -> list[Item]:
+def _pair(index: Rows, tape: Tape, items: list[Item]) -> list[Item]:
     """Pair every tool_call with the tool_result entries that follow it, on this page or beyond.
 
     Bub writes one tool_result per call batch; nanobot one per call; both end at the next
@@ -222,7 +242,7 @@ def _pair(tape: Tape, items: list[Item]) -> list[Item]:
             continue
         if e is not None and e.kind == "tool_result":
             if call is None:
-                preceding = _preceding_call(tape, e.pos)
+                preceding = _preceding_call(index, tape, e.pos)
                 item.call_pos = preceding.pos if preceding else None
                 item.results = _match(source, preceding, [e])
             else:
@@ -230,7 +250,9 @@ def _pair(tape: Tape, items: list[Item]) -> list[Item]:
                 answered.append(item)
             continue
         if call is not None:
-            results = [a.entry for a in answered] if answered else _following_results(tape, call.entry.pos)
+            results = (
+                [a.entry for a in answered] if answered else _following_results(index, tape, call.entry.pos)
+            )
             call.result_pos = results[0].pos if results else None
             call.calls = _match(source, call.entry, results)
         call = item if e is not None and e.kind == "tool_call" else None

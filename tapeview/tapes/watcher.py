@@ -14,12 +14,13 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from django.db import connection
+from django.db import close_old_connections, connection
 from watchfiles import Change, watch
 
+from tapeview.outbox import worker as outbox
 from tapeview.sources import SourceSpec
 
-from . import discovery, signals
+from . import discovery, index, signals
 from .index import refresh
 from .models import Tape
 
@@ -29,7 +30,9 @@ BEAT = 2.0  # seconds between heartbeats, also in the middle of a long pass
 STEP_MS = 100  # a burst of changes is one batch once the files are this quiet...
 DEBOUNCE_MS = 1000  # ...or once it has lasted this long
 RETRY = 2.0  # seconds before watching again after an error
+BACKOFF_MAX = 60.0  # the longest pause between tries while a step keeps failing
 POLLING_ENV = "TAPEVIEW_WATCH_POLLING"
+OUTBOX_JOIN = 10.0  # seconds a stopping watcher lets a write under way finish
 FOLLOW_UP = 1.0  # seconds of follow-up work (the search pass) per quiet moment: changes wait no longer
 
 
@@ -53,13 +56,23 @@ class Watcher:
         self.sizes: dict[str, dict[str, int]] = {}  # per source: each file's size as last seen
         self.last_beat = 0.0
         self.last_full = 0.0
+        self.failures = 0  # steps failed in a row (_guarded backs off)
+        self.held: dict[int, Tape] = {}  # tapes with work that another indexer held (`_retry_held`)
 
     @property
     def mode(self) -> str:
         return "polling" if self.force_polling else "notifications"
 
     def run(self) -> None:
-        """The loop; closes this thread's database connection when it ends."""
+        """The loop; closes this thread's database connection when it ends.
+
+        Beside it, in a thread of its own, the outbox loop carries out the writes that web tiers
+        queue for this host's files (a write waits for no indexing pass).
+        """
+        courier = threading.Thread(
+            target=outbox.serve, args=(self.stop,), name="tapeview-outbox", daemon=True
+        )
+        courier.start()
         try:
             self._guarded(lambda: discovery.beat(started=True, mode=self.mode))
             self._guarded(self.full_pass)
@@ -68,6 +81,7 @@ class Watcher:
         finally:
             self._guarded(discovery.stop_beating)
             connection.close()
+            courier.join(OUTBOX_JOIN)
 
     def _watch(self) -> None:
         roots = self._roots()
@@ -113,6 +127,7 @@ class Watcher:
     def _tick(self) -> None:
         if time.monotonic() - self.last_full >= self.full_every:
             self._guarded(self.full_pass)
+        self._guarded(self._retry_held)
         self._guarded(lambda: signals.indexer_idle.send(sender=Watcher, budget=FOLLOW_UP))
         self._beat()
 
@@ -122,12 +137,21 @@ class Watcher:
             self._guarded(lambda: discovery.beat(mode=self.mode))
 
     def _guarded(self, work) -> None:
-        """Run a step of the loop; an error is logged and the loop goes on (the next pass retries)."""
+        """Run a step of the loop; an error is logged and the loop goes on after a pause that doubles
+        while the failures last (the database down: the index resumes from its byte offsets)."""
         try:
             work()
         except Exception:
             log.exception("indexing failed; carrying on")
+            # A connection the database dropped (a restart, a network cut) stays broken: close it,
+            # and the next query opens a new one.
+            close_old_connections()
+            self.failures += 1
+            pause = min(BACKOFF_MAX, RETRY * 2 ** (self.failures - 1))
+            self.stop.wait(pause)
             self.last_full = min(self.last_full, time.monotonic() - self.full_every + RETRY * 5)
+        else:
+            self.failures = 0
 
     def full_pass(self) -> None:
         """Every source discovered first (so new tapes are listed at once), then indexed."""
@@ -190,9 +214,21 @@ class Watcher:
 
     def _refresh_one(self, tape: Tape) -> None:
         try:
-            refresh(tape, self._beat)
+            if not refresh(tape, self._beat) and index.behind(tape):
+                # Another indexer holds the tape (a page, or a watcher killed mid-pass whose lease
+                # has yet to run out): no change may come to wake us, so look again at every tick.
+                self.held[tape.pk] = tape
         except OSError as exc:  # unreadable now (permissions, replaced mid-read): the next change retries
             log.warning("%s: %s", tape.path, exc)
+
+    def _retry_held(self) -> None:
+        for tape in list(self.held.values()):
+            del self.held[tape.pk]
+            try:
+                tape.refresh_from_db()
+            except Tape.DoesNotExist:
+                continue
+            self._refresh_one(tape)
 
     def _source_of(self, path: str) -> SourceSpec | None:
         best = None

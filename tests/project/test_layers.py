@@ -33,6 +33,7 @@ FORBIDDEN = {
         "memory_admin",
     ),
     "tapeview/accounts/": ("tapeview.tapes", "tapeview.search", "memory_admin"),
+    "tapeview/outbox/": ("tapeview.tapes", "tapeview.search", "memory_admin", "tapeview.reviews"),
     "tapeview/tapes/": ("tapeview.search", "memory_admin", "tapeview.accounts.views"),
     "tapeview/reviews/": (
         "tapeview.search",

@@ -18,6 +18,7 @@ def realistic(served) -> Tape:
 HIT = {
     "tape_id",
     "tape_label",
+    "host",
     "source",
     "pos",
     "kind",

@@ -35,6 +35,7 @@ def test_a_search_answers_exactly_these_fields(reader, yachiyo) -> None:
     assert user == {
         "tape_id": yachiyo.key,
         "tape_label": yachiyo.label,
+        "host": yachiyo.host,
         "source": "ya",
         "pos": 1,
         "kind": "message",

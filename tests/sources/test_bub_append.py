@@ -334,7 +334,7 @@ def test_the_tape_is_read_from_the_end_not_whole(tmp_path: Path, monkeypatch: py
         def __getattr__(self, name: str):
             return getattr(self.f, name)
 
-    monkeypatch.setattr(bub_tail, "open", lambda *a, **k: Counting(real_open(*a, **k)), raising=False)
+    monkeypatch.setattr(bub_tail, "open_file", lambda p: Counting(real_open(p, "rb")))
 
     written = append(path, one_event, quiet_seconds=0)
 

@@ -129,6 +129,30 @@ def test_a_file_made_again_on_its_old_inode_and_grown_past_the_offset_is_read_fr
     assert [(r.pos, r.entry_id) for r in rows.of(t).all()] == [(n, n) for n in range(1, 6)]
 
 
+def test_an_indexer_killed_after_a_batch_leaves_the_rest_to_the_next_one(tmp_path: Path) -> None:
+    path = tmp_path / "a__b.jsonl"
+    path.write_text(ANCHOR.format(id=1, name="session/start"))
+    sync(tmp_path)
+    t = tape("a__b")
+    with path.open("a") as f:  # an append of several batches
+        f.writelines(LINE.format(id=i, s=i % 10) for i in range(2, 12_002))
+
+    class Killed(BaseException):
+        pass
+
+    def killed(_: int) -> None:
+        raise Killed  # after the first batch was committed: as a SIGKILL would leave it
+
+    with pytest.raises(Killed):
+        index.refresh(t, killed)
+    t.refresh_from_db()
+    assert 1 < t.entries < 12_001
+    assert index.refresh(tape("a__b"))  # the next indexer sees the work left, and does it
+    t.refresh_from_db()
+    assert (t.entries, t.unreadable, t.indexed_offset) == (12_001, 0, os.path.getsize(path))
+    assert [r.entry_id for r in rows.of(t).all()] == list(range(1, 12_002))
+
+
 def test_unreadable_lines_are_counted_apart(bub_samples: Path) -> None:
     path = bub_samples / "session_realistic.jsonl"
     with path.open("a") as f:

@@ -8,15 +8,21 @@ from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import field_validator
 
+from tapeview.accounts.audit import Actor
 from tapeview.accounts.auth import writer
+from tapeview.outbox import queue as outbox
+from tapeview.outbox.answers import api_answer
+from tapeview.outbox.api import OutboxRequestOut
+from tapeview.outbox.handlers import Result, handler
 from tapeview.sources import Entry
 
 from .. import context, handoff, lookup, raw, timeline
 from .. import rows as index_rows
-from ..models import Anchor
+from ..models import Anchor, Tape
 from .cursor import decode, encode
 from .schemas import BIG, TEXT, PageIn, responses
 
@@ -232,11 +238,45 @@ def get_context(
     }
 
 
-@router.post("/tapes/{tape_id}/handoff", response=responses({201: HandoffOut}, 400, 403, 404, 409))
-def create_handoff(request: HttpRequest, tape_id: str, body: HandoffIn) -> Status:
-    """Append an anchor and its handoff event while the tape is idle; 409 with Retry-After when busy."""
+@router.post(
+    "/tapes/{tape_id}/handoff",
+    response=responses({201: HandoffOut, 202: OutboxRequestOut}, 400, 403, 404, 409),
+)
+def create_handoff(request: HttpRequest, tape_id: str, body: HandoffIn) -> Status | HttpResponse:
+    """Append an anchor and its handoff event while the tape is idle; 409 with Retry-After when busy.
+
+    A tape on another host: its watcher writes it (201 when done within the wait, else 202 with
+    a `status_url`, GET /api/outbox/{id}).
+    """
     actor = writer(request)
     tape = lookup.find_tape(tape_id)
+    if outbox.elsewhere(tape.host):
+        return api_answer(queue_handoff(tape, body.model_dump(), actor))
+    return _handoff(tape, body, actor)
+
+
+def queue_handoff(tape: Tape, params: dict, actor: Actor):
+    """A handoff for the watcher of the tape's host to write (the page's and the API's)."""
+    return outbox.submit(
+        tape.host,
+        "handoff",
+        {**params, "tape": tape.key},
+        actor,
+        subject=f"tape:{tape.key}",
+        target=f"{tape.source}: {tape.label}",
+        page=reverse("tapes:tape_detail", args=[tape.key]),
+    )
+
+
+@handler("handoff")
+def carry_out_handoff(params: dict, actor: Actor) -> Result:
+    """The outbox's handoff, on the tape's host: the API's own answer."""
+    body = HandoffIn(**{k: v for k, v in params.items() if k != "tape"})
+    answer = _handoff(lookup.find_tape(params["tape"]), body, actor)
+    return Result.of(answer.status_code, HandoffOut.model_validate(answer.value))
+
+
+def _handoff(tape: Tape, body: HandoffIn, actor: Actor) -> Status:
     start = tape.next_pos
     written = handoff.write(
         tape, body.name, actor, summary=body.summary, state=body.state, confirm_stopped=body.confirm_stopped

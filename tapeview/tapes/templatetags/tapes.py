@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -9,7 +10,8 @@ from urllib.parse import urlencode
 import orjson
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.utils.html import format_html
+from django.template.defaultfilters import slugify, truncatechars
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
@@ -18,6 +20,9 @@ from tapeview.tapes.transcript import output_text
 
 register = template.Library()
 PREVIEW_CHARS = 3000
+COPY_LINK = (
+    '<a class="copy-link" href="{}" title="Copy a link that opens the timeline at this entry">copy link</a>'
+)
 # As memory_admin's Markdown: raw HTML in an agent's message is shown as text, never rendered,
 # and no image is fetched because a message names it (it stays a link). A chat message's line
 # breaks are meant: kept.
@@ -40,9 +45,8 @@ def when(value: datetime | None) -> str:
     """A UTC time, or "time unknown" for an entry without one (never 1970)."""
     if value is None:
         return mark_safe('<span class="unknown">time unknown</span>')
-    return format_html(
-        '<time datetime="{}">{}</time>', value.isoformat(), value.strftime("%Y-%m-%d %H:%M:%S")
-    )
+    # Nothing in an ISO time needs escaping (and format_html costs more than the rest of a card).
+    return mark_safe(f'<time datetime="{value.isoformat()}">{value.strftime("%Y-%m-%d %H:%M:%S")}</time>')
 
 
 @register.filter
@@ -134,3 +138,143 @@ def count(n: int | None, url: str, id: str = "", **params: Any) -> str:
     query = urlencode({k: v for k, v in params.items() if v is not None})
     href = f"{url}?{query}" if query else url
     return format_html('<a class="count" href="{}"{}>{}</a>', href, ident, intcomma(n))
+
+
+def _get(value: Any, key: str) -> Any:
+    """`value.key` as a template would look it up in an agent's JSON: "" when it is not there."""
+    return value.get(key, "") if isinstance(value, dict) else ""
+
+
+def _flags(meta: Any) -> list:
+    flags = _get(meta, "flags")
+    return list(flags) if isinstance(flags, (list, tuple, str)) else []
+
+
+@register.simple_tag(takes_context=True)
+def entry_card(context: template.Context, item: Any, entry: Any) -> dict:
+    """What the card of one timeline entry shows, worked out once in Python: its links, classes,
+    one-line gist and bounded texts (a template filter per value, fifty cards a page, was most of
+    the page's time)."""
+    urls = context["urls"]
+    pos, payload, kind = entry.pos, entry.payload, entry.kind
+    stop = get(context.get("segment_ends"), pos)
+    segment = f"?from={pos}&to={stop}" if stop else f"?from={pos}"
+    flags = _flags(entry.meta)
+    card = {
+        "full": f"{urls['entry']}{pos}/",
+        "link": f"{urls['timeline']}?at={pos}#e{pos}",
+        "context": f"{urls['context']}?anchor={pos}",
+        "target": context.get("jump") == pos,
+        "date": when(entry.date),
+        "flags": [(slugify(f), words(f)) for f in flags],
+        "checkpoint": "checkpoint" in flags,
+        "jsonl": urls["jsonl"] + segment,
+        "md": urls["md"] + segment,
+    }
+    card["anchor_card"] = kind == "anchor" and entry.readable and not entry.truncated
+    if card["anchor_card"]:
+        state = _get(payload, "state")
+        card["state"] = _truncated(pretty(state), 300) if state else None
+        return card
+    classes = ["entry", f"k-{slugify(kind)}"]
+    classes += [f"n-{slugify(entry.name)}"] if entry.name else []
+    classes += ["error"] if entry.is_error else []
+    classes += [] if entry.context else ["operational"]
+    classes += ["target"] if card["target"] else []
+    card["classes"] = " ".join(classes)
+    card["pos_href"] = card["full"] if entry.readable or entry.truncated else f"#e{pos}"
+    card["gist"] = _gist(item, entry)
+    card["header"] = _header(card, entry, context.get("only"))
+    card["result_full"] = f"{urls['entry']}{(item.result_pos if item else None) or pos}/"
+    if not entry.readable or entry.truncated:
+        return card
+    if kind == "message":
+        card["text"] = clip(text_of(_get(payload, "content")))
+        card["text"]["html"] = markdown(card["text"]["text"])
+        reasoning = _get(payload, "reasoning_content")
+        card["reasoning"] = clip(reasoning)["text"] if reasoning else None
+    elif kind == "tool_call":
+        said = _get(payload, "content")
+        card["said"] = _truncated(text_of(said), PREVIEW_CHARS) if said else None
+        card["pairs"] = [_pair(p) for p in item.calls] if item else []
+    elif kind == "tool_result":
+        card["pairs"] = [_pair(p) for p in item.results] if item else []
+    elif kind == "system":
+        card["text"] = clip(_get(payload, "content"))
+    elif kind == "error":
+        details = _get(payload, "details")
+        card["details"] = _truncated(pretty(details), PREVIEW_CHARS) if details else None
+    elif kind == "event":
+        shown = event_body(payload)
+        card["event"] = {"summary": _truncated(pretty(shown), 120), **clip(shown, 1500)} if shown else None
+    else:
+        card["text"] = clip(payload)
+    return card
+
+
+def _pair(pair: dict) -> dict:
+    """A call beside its result, bounded."""
+    call, result = pair["call"], pair["result"]
+    shown = {"call": call, "result": result}
+    if call:
+        shown["args"] = clip(args(_get(call, "arguments")), 1500)
+    if result:
+        failed = _get(result, "is_error")
+        shown["failed"] = bool(failed)
+        shown["output"] = clip(output(_get(result, "content"), failed), PREVIEW_CHARS)
+    return shown
+
+
+def _gist(item: Any, entry: Any) -> str:
+    """The one line a compact timeline shows of an entry."""
+    payload, kind = entry.payload, entry.kind
+    if not entry.readable or entry.truncated:
+        return _truncated(entry.preview, 160)
+    if kind == "message":
+        return _truncated(text_of(_get(payload, "content")), 160)
+    if kind == "tool_call":
+        return ", ".join(str(_get(p["call"], "name")) for p in (item.calls if item else []))
+    if kind == "tool_result":
+        if item is not None and item.folded:
+            return f"↳ with the call #{item.call_pos}"
+        results = item.results if item else []
+        parts = []
+        for i, p in enumerate(results):
+            if p["result"]:
+                parts.append(
+                    _truncated(output(_get(p["result"], "content"), _get(p["result"], "is_error")), 100)
+                )
+                parts.append(" · " if i < len(results) - 1 else "")
+        return "".join(parts)
+    if kind == "error":
+        return _truncated(_get(payload, "message"), 160)
+    if kind == "event":
+        return _truncated(pretty(event_body(payload)), 120)
+    return ""
+
+
+def _header(card: dict, entry: Any, only: Any) -> str:
+    """The header line of an entry's card, drawn here rather than by a dozen template nodes a card."""
+    parts = [f'<span class="pos"><a href="{escape(card["pos_href"])}">#{entry.pos}</a></span>']
+    if entry.readable:
+        name = f' <span class="name">{escape(entry.name)}</span>' if entry.name else ""
+        parts.append(f'<span class="kind">{escape(entry.kind)}</span>{name}')
+    if not entry.context:
+        parts.append('<span class="badge" title="never shown to the model">operational</span>')
+    parts += [
+        f'<span class="badge flag-{escape(slug)}">{escape(flag)}</span>' for slug, flag in card["flags"]
+    ]
+    if entry.id is not None:
+        parts.append(f'<span class="id">id {escape(entry.id)}</span>')
+    parts.append(f'<span class="date">{card["date"]}</span>')
+    if only:
+        parts.append(f'<a class="in-timeline" href="{escape(card["link"])}">in the timeline</a>')
+    parts.append(f'<span class="gist" hidden>{escape(card["gist"])}</span>')
+    parts.append(COPY_LINK.format(escape(card["link"])))
+    return mark_safe("<header>\n    " + "\n    ".join(parts) + "\n  </header>")
+
+
+def _truncated(value: Any, length: int) -> str:
+    """truncatechars, without walking every character of a text that fits."""
+    text = unicodedata.normalize("NFC", str(value))
+    return text if len(text) <= length else truncatechars(text, length)

@@ -9,9 +9,13 @@ from django.urls import reverse
 
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.roles import role_required
+from tapeview.outbox import queue as outbox
+from tapeview.outbox.answers import result_of, waited
+from tapeview.outbox.views import queued_page
 from tapeview.sources import AgentStopped, TapeBusy
 
 from .. import context, handoff, lookup
+from ..api.entries import queue_handoff
 from ..forms import (
     HandoffForm,
     SuggestionForm,
@@ -40,6 +44,8 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
             ctx["suggested_at"] = at
     if request.method == "POST" and not refusal and form.is_valid():
         data = form.cleaned_data
+        if outbox.elsewhere(tape.host):
+            return _handoff_elsewhere(request, ctx)
         try:
             written = handoff.write(
                 tape,
@@ -48,27 +54,49 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
                 summary=data["summary"],
                 confirm_stopped=data["confirm_stopped"],
             )
-        except AgentStopped as stopped:
-            ctx["stopped"] = stopped
-            response = render(request, "tapes/tape_handoff.html", ctx, status=409)
-            response["Retry-After"] = str(max(1, round(stopped.retry_after)))
-            return response
         except TapeBusy as busy:
-            ctx["busy"] = busy
-            response = render(request, "tapes/tape_handoff.html", ctx, status=409)
-            response["Retry-After"] = str(max(1, round(busy.retry_after)))
-            return response
+            return _busy(request, ctx, busy)
         except handoff.HandoffRefused as exc:
             form.add_error("name", str(exc))
         else:
-            first, last = written[0], written[-1]
-            messages.info(
-                request, f"Handoff {first['payload']['name']!r} written as ids {first['id']}–{last['id']}."
-            )
-            return redirect(f"{reverse('tapes:tape_detail', args=[tape.key])}?end=1")
+            return _written(request, tape, written[0]["payload"]["name"], [e["id"] for e in written])
     return render(
         request,
         "tapes/tape_handoff.html",
         ctx,
         status=400 if refusal and request.method == "POST" else 200,
     )
+
+
+def _busy(request: HttpRequest, ctx: dict, busy: TapeBusy) -> HttpResponse:
+    """409 with Retry-After: the agent is mid-turn (or looks stopped); nothing was written."""
+    ctx["stopped" if isinstance(busy, AgentStopped) else "busy"] = busy
+    response = render(request, "tapes/tape_handoff.html", ctx, status=409)
+    response["Retry-After"] = str(max(1, round(busy.retry_after)))
+    return response
+
+
+def _written(request: HttpRequest, tape, name: str, ids: list[int]) -> HttpResponse:
+    messages.info(request, f"Handoff {name!r} written as ids {ids[0]}–{ids[-1]}.")
+    return redirect(f"{reverse('tapes:tape_detail', args=[tape.key])}?end=1")
+
+
+def _handoff_elsewhere(request: HttpRequest, ctx: dict) -> HttpResponse:
+    """A tape on another host: its watcher writes the handoff; the page answers as it would here
+    when that is done within the wait, else it shows the request queued on that host."""
+    tape, form = ctx["tape"], ctx["form"]
+    data = {k: form.cleaned_data[k] for k in ("name", "summary", "confirm_stopped")}
+    queued = waited(queue_handoff(tape, data, Actor.of(request.user)))
+    result = result_of(queued)
+    body = result.body if result is not None and isinstance(result.body, dict) else {}
+    if result is None or not body:
+        return queued_page(request, queued)
+    if result.ok:
+        return _written(request, tape, data["name"], body["ids"])
+    if result.status == 409 and "retry_after" in body:
+        busy = (AgentStopped if body.get("stopped") else TapeBusy)(result.reason, body["retry_after"])
+        return _busy(request, ctx, busy)
+    if result.status == 400:
+        form.add_error("name", result.reason)
+        return render(request, "tapes/tape_handoff.html", ctx)
+    return queued_page(request, queued)  # the tape gone on its host, a full disk: its panel says

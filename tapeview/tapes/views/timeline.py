@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.core.exceptions import BadRequest
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.vary import vary_on_headers
 
@@ -23,7 +25,6 @@ from ..models import Anchor, Tape
 
 PHASE_ROWS = 100
 LINEAGE_PAGE_SIZE = 100
-FILE_GONE = "this tape's file is gone"
 
 
 @vary_on_headers("HX-Request", "HX-Target")
@@ -45,27 +46,27 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         where = {"at": jump, **narrow} if jump is not None else {"end": True, **narrow}
     try:
         page = timeline.page(tape, **where)
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     ctx = {
         **_entries(tape, page, jump, only),
-        "attachments": tape.attachments.order_by("role", "name"),
-        "has_memory": _has_memory(tape),
         "jump_at": form.cleaned_data.get("at"),
         "jump_time": when,
         "time_missed": when is not None and jump is None,  # the tape ends before that moment
         "narrow": f"{only}=1&" if only else "",  # what the pager's links keep
-        "error_steps": timeline.error_steps(tape, at=jump, first=page.first_pos) if tape.errors else None,
+        "error_steps": _error_steps(tape, page, jump),
         "error_after_page": _error_after(tape, page),  # where the key `e` goes from this page's end
         # Only the last page of the whole tape follows the file as the agent writes it.
         "live": not page.has_newer and not only,
     }
     if request.htmx:
         return render(request, "tapes/tape_detail.html#entries", ctx)
+    ctx["attachments"] = tape.attachments.order_by("role", "name")
+    ctx["has_memory"] = _has_memory(tape)
     try:
         ctx["budget"] = budget.measure(tape)
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     return render(request, "tapes/tape_detail.html", {**ctx, **_phase_table(request, tape)})
 
 
@@ -83,8 +84,8 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         return HttpResponse(status=204)
     try:
         page = timeline.page(tape, after=after)
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     ctx = {
         **_entries(tape, page, None, ""),
         "after": page.last_pos or after,
@@ -94,10 +95,16 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "tapes/tape_detail.html#live", ctx)
 
 
+def _error_steps(tape: Tape, page: timeline.Page, jump: int | None) -> tuple[int | None, int | None] | None:
+    if not tape.errors:
+        return None
+    return timeline.error_steps(tape, at=jump, first=page.first_pos, index=page.index)
+
+
 def _error_after(tape: Tape, page: timeline.Page) -> int | None:
     if not tape.errors or not page.has_newer or page.last_pos is None:
         return None
-    found = timeline.find_rows(tape, after=page.last_pos, errors=True, limit=1)
+    found = timeline.find_rows(tape, after=page.last_pos, errors=True, limit=1, index=page.index)
     return found[0].pos if found else None
 
 
@@ -109,7 +116,20 @@ def _entries(tape: Tape, page: timeline.Page, jump: int | None, only: str) -> di
         "page": page,
         "jump": jump,
         "only": only,
-        "segment_ends": timeline.anchor_ends(tape, anchors),
+        "segment_ends": timeline.anchor_ends(tape, anchors, page.index),
+        "urls": _urls(tape),
+    }
+
+
+def _urls(tape: Tape) -> dict[str, str]:
+    """The links every entry card makes, reversed once a page (the card adds its position)."""
+    entry = reverse("tapes:entry_detail", args=(tape.key, 0))
+    return {
+        "entry": entry.removesuffix("0/"),
+        "timeline": reverse("tapes:tape_detail", args=(tape.key,)),
+        "context": reverse("tapes:tape_context", args=(tape.key,)),
+        "jsonl": reverse("tapes:tape_export", args=(tape.key, "jsonl")),
+        "md": reverse("tapes:tape_export", args=(tape.key, "md")),
     }
 
 
@@ -138,8 +158,8 @@ def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
         found, more = lineage.links(tape, (after["t"], after["pos"]) if after else None, LINEAGE_PAGE_SIZE)
     except BadCursor:
         raise Http404("no such page of this lineage") from None
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     last = found[-1] if found else None
     ctx = {
         "tape": tape,
@@ -150,8 +170,8 @@ def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def _has_memory(tape: Tape) -> bool:
-    tapes = [tape, *tape.attachments.filter(role="sidecar")]
-    return Anchor.objects.filter(tape__in=tapes, name="memory/seal").exists()
+    mine = Q(tape=tape) | Q(tape__owner=tape, tape__role="sidecar")
+    return Anchor.objects.filter(mine, name="memory/seal").exists()
 
 
 @vary_on_headers("HX-Request")
@@ -167,8 +187,8 @@ def tape_context(request: HttpRequest, key: str) -> HttpResponse:
         found = context.page(tape, form.anchor_ref(), **form.where())
     except context.AnchorNotFound as exc:
         raise Http404(str(exc)) from None
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     ref = form.anchor_ref()
     ctx = {
         "tape": tape,
@@ -190,8 +210,8 @@ def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     row = lookup.find_row(tape, pos)
     try:
         entry = timeline.read_rows(tape, [row])[0]
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     return render(request, "tapes/entry_detail.html", {"tape": tape, "row": row, "entry": entry})
 
 
@@ -200,8 +220,8 @@ def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     tape = lookup.find_tape(key)
     try:
         entry = raw.read(tape, lookup.find_row(tape, pos))
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     response = StreamingHttpResponse(entry.chunks, content_type=entry.content_type)
     response["Content-Length"] = str(entry.length)
     return response
@@ -220,8 +240,8 @@ def tape_export(request: HttpRequest, key: str, fmt: str) -> StreamingHttpRespon
         raise Http404(str(exc)) from None
     except export.BadSegment as exc:
         raise BadRequest(str(exc)) from None
-    except TapeNotFound:
-        raise Http404(FILE_GONE) from None
+    except TapeNotFound as gone:
+        raise Http404(gone.detail) from None
     response = StreamingHttpResponse(found.chunks, content_type=found.content_type)
     response["Content-Disposition"] = content_disposition_header(True, found.filename)
     return response

@@ -14,6 +14,8 @@ from tapeview.sources import SourceSpecError, parse_sources
 from tapeview.tapes import discovery, signals
 from tapeview.tapes.watcher import Watcher
 
+from ._schema import migrate
+
 
 def sources_from(args: list[str]) -> list:
     try:
@@ -52,6 +54,7 @@ class Command(BaseCommand):
         self, *args, sources: list[str], watch: bool, polling: bool, full_every: float, **options
     ) -> None:
         specs = sources_from(sources)
+        migrate()  # a fleet's watcher may be the first to reach a new database
         if not watch:
             run_index(specs, self.stdout)
             return

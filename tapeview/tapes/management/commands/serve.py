@@ -8,7 +8,6 @@ import os
 
 import waitress
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.core.wsgi import get_wsgi_application
 
@@ -16,6 +15,8 @@ from tapeview import home
 from tapeview.accounts import signin
 from tapeview.tapes import discovery, watcher
 from tapeview.tapes.management.commands.index import add_watch_options, sources_from
+
+from ._schema import migrate
 
 
 class Command(BaseCommand):
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         if sources:
             # Pages read the sources from settings; the same value reaches every worker thread.
             settings.TAPEVIEW_SOURCES = os.environ["TAPEVIEW_SOURCES"] = ",".join(map(str, specs))
-        call_command("migrate", interactive=False, verbosity=0)
+        migrate()
         for spec in specs:
             self.stdout.write(f"source {spec.label}: {spec.kind} at {spec.path}")
         stop = None

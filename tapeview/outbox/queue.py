@@ -1,0 +1,234 @@
+"""The outbox's requests: submitted by the web tier, claimed and carried out by the owning host's watcher.
+
+A request is claimed with SELECT ... FOR UPDATE SKIP LOCKED, so two watchers of one host never
+carry out the same request. A request whose watcher died while carrying it out is reported
+failed, never run again: a handoff may be on the tape already, and a second one would double it
+(the audit log says whether it was written).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.utils import timezone
+
+from tapeview.accounts import audit
+from tapeview.accounts.audit import Actor
+
+from . import handlers
+from .handlers import Result
+from .models import Courier, Request
+
+CHANNEL = "tapeview_outbox"
+POLL = 0.1  # seconds between looks at a request the web side waits for
+# A host's outbox loop beats every few seconds; quieter than this, the host counts as unseen.
+UNSEEN_AFTER = timedelta(minutes=1)
+# A write takes seconds at most: a request running this long belongs to a watcher that is gone.
+ABANDONED_AFTER = timedelta(minutes=2)
+
+
+def elsewhere(host: str) -> bool:
+    """Whether a write to a file on `host` goes through the outbox (it is not this process's host)."""
+    return host != settings.TAPEVIEW_HOST
+
+
+def submit(
+    host: str, action: str, params: dict, actor: Actor, *, subject: str, target: str, page: str = ""
+) -> Request:
+    """Queue a write for `host`'s watcher, wake it (PostgreSQL NOTIFY), and record it in the audit log."""
+    if not handlers.known(action):
+        raise LookupError(f"no outbox handler for {action!r}")
+    user = actor.user if actor.user is not None and actor.user.pk else None
+    with transaction.atomic():
+        queued = Request.objects.create(
+            host=host,
+            action=action,
+            params=params,
+            actor=actor.name,
+            user=user,
+            subject=subject,
+            target=target,
+            page=page,
+        )
+        if connection.vendor == "postgresql":  # delivered at commit
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, host])
+    _audit(queued, actor, "outbox.queued", audit.NOT_WRITTEN, f"queued for host {host}")
+    return queued
+
+
+def wait(queued: Request, seconds: float) -> Request:
+    """The request as it is once finished, or after `seconds` (still queued or running)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        queued.refresh_from_db()
+        if queued.finished or time.monotonic() >= deadline:
+            return queued
+        time.sleep(POLL)
+
+
+class NotCancellable(Exception):
+    """The request is running or finished already: it cannot be taken back."""
+
+
+def cancel(queued: Request, actor: Actor) -> Request:
+    """Take back a queued request so that no watcher carries it out (NotCancellable once claimed)."""
+    taken = Request.objects.filter(pk=queued.pk, state=Request.QUEUED).update(
+        state=Request.CANCELLED, cancelled_by=actor.name, finished_at=timezone.now()
+    )
+    queued.refresh_from_db()
+    if not taken:
+        raise NotCancellable(f"this request is {queued.state}: only a queued request can be cancelled")
+    _audit(
+        queued, actor, "outbox.cancelled", audit.NOT_WRITTEN, f"cancelled before host {queued.host} ran it"
+    )
+    return queued
+
+
+def claim(host: str | None = None) -> Request | None:
+    """The oldest queued request of this host, now running for this process (None when none is)."""
+    host = settings.TAPEVIEW_HOST if host is None else host
+    with transaction.atomic():
+        queued = (
+            Request.objects.select_for_update(skip_locked=True)
+            .filter(host=host, state=Request.QUEUED)
+            .order_by("created_at", "id")
+            .first()
+        )
+        if queued is None:
+            return None
+        queued.state, queued.claimed_at, queued.claimed_by = Request.RUNNING, timezone.now(), _this_process()
+        queued.save(update_fields=["state", "claimed_at", "claimed_by"])
+    return queued
+
+
+def carry_out(queued: Request) -> Request:
+    """Run a claimed request's handler, in its actor's name, and keep what it answered."""
+    result = handlers.run(queued.action, queued.params, actor_of(queued))
+    _finish(queued, result)
+    queued.refresh_from_db()
+    return queued
+
+
+def actor_of(queued: Request) -> Actor:
+    """The actor the web side wrote the request for (the user row, when there is one)."""
+    user = get_user_model().objects.filter(pk=queued.user_id).first() if queued.user_id else None
+    return Actor(queued.actor, user)
+
+
+def give_up_abandoned(host: str | None = None) -> int:
+    """Report failed the requests of this host whose watcher died while running them.
+
+    Failed, not queued again: the write may have happened (see the module's docstring).
+    """
+    host = settings.TAPEVIEW_HOST if host is None else host
+    gone = 0
+    for queued in Request.objects.filter(host=host, state=Request.RUNNING):
+        if _abandoned(queued):
+            why = (
+                f"the watcher of host {host} stopped while carrying this out: "
+                "the audit log says whether it was written"
+            )
+            gone += _finish(queued, Result(500, {"detail": why}, reason=why)) is not None
+    return gone
+
+
+def beat() -> None:
+    """This host's outbox loop is listening (what unseen() looks at)."""
+    Courier.objects.update_or_create(
+        host=settings.TAPEVIEW_HOST,
+        defaults={"beat_at": timezone.now(), "pid": os.getpid(), "stopped": False},
+    )
+
+
+def stop_beating() -> None:
+    """A loop that stops says so: its host's requests are reported queued on an unseen host at once."""
+    Courier.objects.filter(host=settings.TAPEVIEW_HOST, pid=os.getpid()).update(stopped=True)
+
+
+def unseen(host: str) -> str:
+    """Why `host` may not carry out its requests soon ("" when its outbox loop beats)."""
+    courier = Courier.objects.filter(host=host).first()
+    if courier is None:
+        return f"host {host} has never been seen: the request is queued"
+    if not courier.stopped and timezone.now() - courier.beat_at <= UNSEEN_AFTER:
+        return ""
+    return f"host {host} has not been seen for {_ago(courier.beat_at)}: the request is queued"
+
+
+def _ago(then: datetime) -> str:
+    seconds = max(0, int((timezone.now() - then).total_seconds()))
+    if seconds < 60:
+        return f"{seconds} second{'' if seconds == 1 else 's'}"
+    minutes = seconds // 60
+    if minutes < 120:
+        return f"{minutes} minute{'' if minutes == 1 else 's'}"
+    hours = minutes // 60
+    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
+
+
+def _finish(queued: Request, result: Result) -> Request | None:
+    """Keep a request's answer, and record its outcome in the audit log."""
+    state = Request.FAILED if result.status >= 500 else Request.DONE
+    fields = {
+        "state": state,
+        "finished_at": timezone.now(),
+        "status": result.status,
+        "body": result.body,
+        "headers": result.headers,
+        "reason": result.reason,
+    }
+    # Only a running request: one given up meanwhile (its watcher looked dead) keeps its answer.
+    if not Request.objects.filter(pk=queued.pk, state=Request.RUNNING).update(**fields):
+        return None
+    queued.refresh_from_db()
+    if result.ok:
+        outcome, why = audit.WRITTEN, f"carried out on host {queued.host}"
+    else:
+        outcome, why = (audit.FAILED if state == Request.FAILED else audit.NOT_WRITTEN), _detail(result)
+    _audit(queued, actor_of(queued), f"outbox.{state}", outcome, why)
+    return queued
+
+
+def _detail(result: Result) -> str:
+    detail = result.body.get("detail") if isinstance(result.body, dict) else None
+    return f"{result.status}: {detail if isinstance(detail, str) else result.reason}"
+
+
+def _audit(queued: Request, actor: Actor, action: str, outcome: str, why: str) -> None:
+    """One row of the request itself (the write, where it audits itself, has its own rows)."""
+    audit.record(
+        actor,
+        action,
+        subject=queued.subject,
+        target=queued.target,
+        detail={"request": queued.key, "host": queued.host, "action": queued.action},
+        outcome=outcome,
+        why=why,
+    )
+
+
+def _abandoned(queued: Request) -> bool:
+    """Whether a running request's watcher is gone: its process here has ended, or it is old."""
+    if queued.claimed_at is None or timezone.now() - queued.claimed_at > ABANDONED_AFTER:
+        return True
+    machine, _, pid = queued.claimed_by.rpartition(" ")
+    if machine != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's watcher: only its age tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _this_process() -> str:
+    return f"{socket.gethostname()} {os.getpid()}"
