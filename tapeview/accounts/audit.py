@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
@@ -68,7 +68,7 @@ def record(
         detail=detail or {},
         outcome=outcome,
         why=why[:WHY_CHARS],
-        writer=_this_writer() if outcome == PENDING else "",
+        writer=this_writer() if outcome == PENDING else "",
     )
 
 
@@ -106,9 +106,15 @@ def intents_of(subject: str) -> QuerySet[AuditEvent]:
 
 def abandoned(event: AuditEvent) -> bool:
     """Whether a pending row's writer is gone: its process on this host has ended, or it is old."""
-    if timezone.now() - event.at > ABANDONED_AFTER:
+    return writer_gone(event.writer, event.at)
+
+
+def writer_gone(writer: str, since: datetime | None) -> bool:
+    """Whether the process `writer` (as `this_writer` named it), busy since `since`, is gone: it has
+    ended on this host, or it has been at it for longer than any write takes."""
+    if since is None or timezone.now() - since > ABANDONED_AFTER:
         return True
-    host, _, pid = event.writer.rpartition(" ")
+    host, _, pid = writer.rpartition(" ")
     if host != socket.gethostname() or not pid.isdigit():
         return False  # another host's writer: only its age tells
     try:
@@ -125,5 +131,6 @@ def events_of(subject: str):
     return AuditEvent.objects.filter(subject=subject)
 
 
-def _this_writer() -> str:
+def this_writer() -> str:
+    """This process, as `writer_gone` can look it up: host name and pid."""
     return f"{socket.gethostname()} {os.getpid()}"

@@ -9,7 +9,6 @@ failed, never run again: a handoff may be on the tape already, and a second one 
 from __future__ import annotations
 
 import os
-import socket
 import time
 from datetime import datetime, timedelta
 
@@ -29,8 +28,6 @@ CHANNEL = "tapeview_outbox"
 POLL = 0.1  # seconds between looks at a request the web side waits for
 # A host's outbox loop beats every few seconds; quieter than this, the host counts as unseen.
 UNSEEN_AFTER = timedelta(minutes=1)
-# A write takes seconds at most: a request running this long belongs to a watcher that is gone.
-ABANDONED_AFTER = timedelta(minutes=2)
 
 
 def elsewhere(host: str) -> bool:
@@ -103,7 +100,8 @@ def claim(host: str | None = None) -> Request | None:
         )
         if queued is None:
             return None
-        queued.state, queued.claimed_at, queued.claimed_by = Request.RUNNING, timezone.now(), _this_process()
+        queued.state, queued.claimed_at = Request.RUNNING, timezone.now()
+        queued.claimed_by = audit.this_writer()
         queued.save(update_fields=["state", "claimed_at", "claimed_by"])
     return queued
 
@@ -216,19 +214,4 @@ def _audit(queued: Request, actor: Actor, action: str, outcome: str, why: str) -
 
 def _abandoned(queued: Request) -> bool:
     """Whether a running request's watcher is gone: its process here has ended, or it is old."""
-    if queued.claimed_at is None or timezone.now() - queued.claimed_at > ABANDONED_AFTER:
-        return True
-    machine, _, pid = queued.claimed_by.rpartition(" ")
-    if machine != socket.gethostname() or not pid.isdigit():
-        return False  # another machine's watcher: only its age tells
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def _this_process() -> str:
-    return f"{socket.gethostname()} {os.getpid()}"
+    return audit.writer_gone(queued.claimed_by, queued.claimed_at)
