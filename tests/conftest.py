@@ -18,6 +18,15 @@ hypothesis_settings.load_profile("tapeview")
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    """Each test starts with an empty cache: pages drawn by an earlier test (the same fixture file,
+    the same row id) are not served to this one."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def bub_samples(tmp_path: Path) -> Path:
     """The real Bub sample files (a flat folder of tapes), copied so tests may change them."""

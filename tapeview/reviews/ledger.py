@@ -260,12 +260,16 @@ def current_by_pos(tape: Tape) -> dict[int, list[Review]]:
 
 def summary(tape_key: str, top: int = 12) -> dict:
     """How many reviews a tape has, current and superseded, and its current labels, most used first."""
-    reviews = Review.objects.filter(tape_key=tape_key)
-    labels = Counter(
-        label for text in reviews.current().values_list("label_text", flat=True) for label in text.split()
-    )
-    current = reviews.current().count()
-    return {"current": current, "superseded": reviews.count() - current, "labels": labels.most_common(top)}
+    # One query (each is a round trip on PostgreSQL): every review's labels and whether it is current.
+    found = Review.objects.filter(tape_key=tape_key).values_list("label_text", "superseded_by")
+    current, superseded, labels = 0, 0, Counter()
+    for text, successor in found:
+        if successor is None:
+            current += 1
+            labels.update(text.split())
+        else:
+            superseded += 1
+    return {"current": current, "superseded": superseded, "labels": labels.most_common(top)}
 
 
 def refresh_index() -> None:

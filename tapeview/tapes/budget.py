@@ -17,10 +17,11 @@ from django.conf import settings
 from tapeview.sources import Entry, reader
 from tapeview.sources.model import ContextMessage, content_text
 
-from . import handoff, timeline, tokenizer, windows
+from . import handoff, pictures, timeline, tokenizer, windows
 from . import rows as index_rows
 from .models import Tape
 from .phase_tally import usage
+from .rows import Rows
 
 CAP_ROWS = 2_000
 CAP_BYTES = 4 * 1024 * 1024
@@ -69,28 +70,46 @@ def stored(tape: Tape) -> Budget:
     )
 
 
-def measure(tape: Tape) -> Budget:
-    """The budget now, estimated where the agent reports nothing, and the suggested handoff point.
+def measure(tape: Tape, index: Rows | None = None) -> Budget:
+    """The budget now, estimated where the agent reports nothing, and the suggested handoff point;
+    asked of `index` (the page's snapshot of the tape's rows) when given.
 
-    The suggestion is for tapes that take a handoff, and needs the model's window.
+    The suggestion is for tapes that take a handoff, and needs the model's window. Kept in the
+    cache until the tape's index changes: it reads and counts the tape's newest entries.
     """
+    # Everything it reads besides the rows: the fields the indexer keeps, and the settings.
+    also = (
+        tape.kind,
+        tape.role,
+        tape.model,
+        tape.context_tokens,
+        tape.last_anchor_pos,
+        tape.overflowed,
+        windows.window(tape.model),
+        windows.encoding(tape.model),
+        (CAP_ROWS, CAP_BYTES, CAP_CHARS),
+    )
+    return pictures.cached("budget", tape, lambda: _measure(tape, index), also)
+
+
+def _measure(tape: Tape, index: Rows | None) -> Budget:
     budget = stored(tape)
     start = tape.last_anchor_pos or 0
-    boundary = timeline.archive_boundary(tape)
+    boundary = timeline.archive_boundary(tape, index)
     if boundary:  # nanobot replays only what it has not archived (formats/nanobot.md §2.5)
         start = max(start, boundary - 1)
     suggest = budget.window is not None and not handoff.refusal(tape)
     estimate = None
     if budget.tokens_since_anchor is None:
-        entries, capped = _tail(tape, start)
+        entries, capped = _tail(tape, start, index=index)
         estimate = Estimate(tape.kind, entries, windows.encoding(tape.model))
         budget.tokens_since_anchor, budget.source = estimate.total, "estimated"
         budget.encoding, budget.capped = estimate.encoding, capped or estimate.capped
     elif suggest:
         # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
-        entries, _ = _tail(tape, start, names=TURN_EVENTS)
+        entries, _ = _tail(tape, start, names=TURN_EVENTS, index=index)
     if suggest and budget.window:
-        end = index_rows.of(tape).last_pos()
+        end = (index or index_rows.of(tape)).last_pos()
         points = turn_boundaries(entries, estimate, budget.tokens_since_anchor, end or 0)
         fits = [(pos, tokens) for pos, tokens in points if tokens <= budget.window // 2]
         if fits:
@@ -98,10 +117,12 @@ def measure(tape: Tape) -> Budget:
     return budget
 
 
-def _tail(tape: Tape, start: int, names: tuple[str, ...] = ()) -> tuple[list[Entry], bool]:
+def _tail(
+    tape: Tape, start: int, names: tuple[str, ...] = (), index: Rows | None = None
+) -> tuple[list[Entry], bool]:
     """The newest entries after `start` (only events of these names, if given), at most CAP_ROWS and
     CAP_BYTES of them; whether that is all."""
-    rows = index_rows.of(tape).after(start)
+    rows = (index or index_rows.of(tape)).after(start)
     if names:
         rows = rows.where(kinds=("event",), names=names)
     newest = rows.tail(CAP_ROWS + 1)[::-1]

@@ -15,6 +15,7 @@ from .tallies import (
     activity,
     cached,
     marks,
+    state_key,
 )
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "phase_bars",
     "span_words",
     "sparkline",
+    "state_key",
     "strip",
 ]

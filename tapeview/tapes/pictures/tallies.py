@@ -4,6 +4,7 @@ numbers, never a row per entry. Kept in the cache until the tape's index changes
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,10 +56,19 @@ class Marks:
     positions: int  # the tape's lines: entries and unreadable ones
 
 
-def cached(kind: str, tape: Tape, compute):
-    """What `compute` gives for this tape, kept until the tape's index changes."""
-    state = (tape.pk, tape.key, tape.next_pos, tape.indexed_offset, tape.size, tape.mtime_ns)
-    key = "tapeview:pictures:" + ":".join(map(str, (kind, *state)))
+def state_key(kind: str, tape: Tape, also: tuple = ()) -> str:
+    """A cache key for something about this tape that holds until the tape's index changes (it
+    grows, or is reset: another file, size or mtime); `also` is whatever else it depends on (a
+    setting, a field of the tape the indexer keeps)."""
+    state = (tape.key, tape.path, tape.next_pos, tape.indexed_offset, tape.size, tape.mtime_ns, also)
+    # Hashed: `also` may hold any text (a model's name), and a cache key must stay short and plain.
+    digest = hashlib.blake2b(repr(state).encode(), digest_size=16).hexdigest()
+    return f"tapeview:pictures:{kind}:{tape.pk}:{digest}"
+
+
+def cached(kind: str, tape: Tape, compute, also: tuple = ()):
+    """What `compute` gives for this tape, kept until the tape's index changes (see state_key)."""
+    key = state_key(kind, tape, also)
     found = cache.get(key)
     if found is None:
         found = compute()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -12,18 +15,19 @@ from django.views.decorators.vary import vary_on_headers
 
 from tapeview.sources import TapeNotFound
 
-from .. import budget, context, export, lineage, lookup, phases, raw, timeline
+from .. import budget, context, export, lineage, lookup, pictures, raw, timeline
 from ..api.cursor import BadCursor, decode, encode
 from ..forms import (
     ContextForm,
     ExportForm,
     LineageForm,
-    PhaseSortForm,
     TimelineForm,
 )
 from ..models import Anchor, Tape
+from .cards import Cards
+from .phase_table import phase_table
 
-PHASE_ROWS = 100
+KEPT_SECONDS = 600  # as the pictures: what is kept changes only when the tape's index does
 LINEAGE_PAGE_SIZE = 100
 
 
@@ -35,7 +39,7 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
     `?time=` jumps to the first entry at or after a moment, as `?at=` does to a position."""
     tape = lookup.find_tape(key)
     if request.htmx and request.htmx.target == "phase-table":
-        return render(request, "tapes/_phase_table.html", {"tape": tape, **_phase_table(request, tape)})
+        return render(request, "tapes/_phase_table.html", {"tape": tape, **phase_table(request, tape)})
     form = TimelineForm(request.GET)
     form.is_valid()
     where, only, jump = form.where(), form.only(), form.cleaned_data.get("at")
@@ -45,29 +49,36 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         narrow = {"only": only} if only else {}
         where = {"at": jump, **narrow} if jump is not None else {"end": True, **narrow}
     try:
-        page = timeline.page(tape, **where)
+        page, worked = _timeline(tape, where, jump)
     except TapeNotFound as gone:
         raise Http404(gone.detail) from None
     ctx = {
-        **_entries(tape, page, jump, only),
+        **_entries(tape, page, jump, only, worked["segment_ends"]),
         "jump_at": form.cleaned_data.get("at"),
         "jump_time": when,
         "time_missed": when is not None and jump is None,  # the tape ends before that moment
         "narrow": f"{only}=1&" if only else "",  # what the pager's links keep
-        "error_steps": _error_steps(tape, page, jump),
-        "error_after_page": _error_after(tape, page),  # where the key `e` goes from this page's end
+        "error_steps": worked["error_steps"],
+        "error_after_page": worked["error_after"],  # where the key `e` goes from this page's end
         # Only the last page of the whole tape follows the file as the agent writes it.
         "live": not page.has_newer and not only,
     }
     if request.htmx:
-        return render(request, "tapes/tape_detail.html#entries", ctx)
-    ctx["attachments"] = tape.attachments.order_by("role", "name")
-    ctx["has_memory"] = _has_memory(tape)
+        return _render(request, "tapes/tape_detail.html#entries", ctx)
+    ctx["attachments"] = attachments = list(tape.attachments.order_by("role", "name"))
+    ctx["has_memory"] = _has_memory(tape, attachments)
     try:
-        ctx["budget"] = budget.measure(tape)
+        ctx["budget"] = budget.measure(tape, page.index)
     except TapeNotFound as gone:
         raise Http404(gone.detail) from None
-    return render(request, "tapes/tape_detail.html", {**ctx, **_phase_table(request, tape)})
+    return _render(request, "tapes/tape_detail.html", {**ctx, **phase_table(request, tape)})
+
+
+def _render(request: HttpRequest, template: str, ctx: dict) -> HttpResponse:
+    """The page, and the entry cards it drew for the first time kept for the next reader."""
+    response = render(request, template, ctx)
+    ctx["cards"].keep()
+    return response
 
 
 def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
@@ -92,7 +103,27 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         # A shorter file was replaced or cut: positions may name other entries now; stop following.
         "replaced": seen is not None and tape.size < seen,
     }
-    return render(request, "tapes/tape_detail.html#live", ctx)
+    return _render(request, "tapes/tape_detail.html#live", ctx)
+
+
+def _timeline(tape: Tape, where: dict, jump: int | None) -> tuple[timeline.Page, dict]:
+    """A page of the timeline and what is worked out from it (where its anchors' segments end, the
+    errors around it), kept until the tape's index changes: a page asked again reads nothing.
+
+    The page kept has no snapshot of the index (`index`): the page read now has one."""
+    key = pictures.state_key("timeline", tape, (sorted(where.items()), jump))
+    found = cache.get(key)
+    if found is not None:
+        return found
+    page = timeline.page(tape, **where)
+    anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
+    worked = {
+        "segment_ends": timeline.anchor_ends(tape, anchors, page.index),
+        "error_steps": _error_steps(tape, page, jump),
+        "error_after": _error_after(tape, page),
+    }
+    cache.set(key, (replace(page, index=None), worked), KEPT_SECONDS)
+    return page, worked
 
 
 def _error_steps(tape: Tape, page: timeline.Page, jump: int | None) -> tuple[int | None, int | None] | None:
@@ -108,16 +139,22 @@ def _error_after(tape: Tape, page: timeline.Page) -> int | None:
     return found[0].pos if found else None
 
 
-def _entries(tape: Tape, page: timeline.Page, jump: int | None, only: str) -> dict:
+def _entries(
+    tape: Tape, page: timeline.Page, jump: int | None, only: str, segment_ends: dict | None = None
+) -> dict:
     """What the templates of entries need besides the page."""
-    anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
+    if segment_ends is None:
+        anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
+        segment_ends = timeline.anchor_ends(tape, anchors, page.index)
+    urls = _urls(tape)
     return {
         "tape": tape,
         "page": page,
         "jump": jump,
         "only": only,
-        "segment_ends": timeline.anchor_ends(tape, anchors, page.index),
-        "urls": _urls(tape),
+        "segment_ends": segment_ends,
+        "urls": urls,
+        "cards": Cards(tape, page, only, urls["timeline"]),
     }
 
 
@@ -130,18 +167,6 @@ def _urls(tape: Tape) -> dict[str, str]:
         "context": reverse("tapes:tape_context", args=(tape.key,)),
         "jsonl": reverse("tapes:tape_export", args=(tape.key, "jsonl")),
         "md": reverse("tapes:tape_export", args=(tape.key, "md")),
-    }
-
-
-def _phase_table(request: HttpRequest, tape: Tape) -> dict:
-    form = PhaseSortForm(request.GET)
-    rows = phases.ranked(tape, form.current_sort(), PHASE_ROWS)
-    return {
-        "phase_rows": rows,
-        "phase_columns": form.columns(),
-        "phase_total": phases.count(tape),
-        "tokens_known": any(p.tokens is not None for p in rows),
-        "usage_note": phases.USAGE_NOTES.get(tape.kind, ""),
     }
 
 
@@ -169,9 +194,16 @@ def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "tapes/tape_lineage.html", ctx)
 
 
-def _has_memory(tape: Tape) -> bool:
+def _has_memory(tape: Tape, attachments: list[Tape]) -> bool:
+    """Whether the tape or a sidecar of it seals a memory zone; kept until one of them changes."""
     mine = Q(tape=tape) | Q(tape__owner=tape, tape__role="sidecar")
-    return Anchor.objects.filter(mine, name="memory/seal").exists()
+    sidecars = tuple(
+        (a.pk, a.path, a.next_pos, a.indexed_offset, a.size, a.mtime_ns)
+        for a in attachments
+        if a.role == "sidecar"
+    )
+    seals = Anchor.objects.filter(mine, name="memory/seal")
+    return pictures.cached("has-memory", tape, seals.exists, sidecars)
 
 
 @vary_on_headers("HX-Request")

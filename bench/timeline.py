@@ -1,0 +1,148 @@
+"""Time the timeline page in the middle of a long tape: the full page and its htmx fragment.
+
+    python bench/timeline.py [--tape-dir bench/out/corpus-0.05/big] [--runs 21] [--profile]
+
+Indexes the folder's Bub tape(s) once into a throwaway database (SQLite, or PostgreSQL when
+TAPEVIEW_DATABASE_URL names a server: `.ci/postgres_server.py -- python bench/timeline.py`), then
+prints, for `/tapes/<key>/?at=<entries // 2>`, the median of `--runs` requests after a warm-up,
+the queries per request, and how the time splits between SQL and everything else (rendering);
+then the same with nothing kept in the cache ("cold": the first reader after the tape changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench.harness import start_django, timed, viewer_client  # noqa: E402
+
+HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "entries"}
+
+
+class SqlClock:
+    """A database execute wrapper that counts the queries and the seconds spent in them."""
+
+    def __init__(self) -> None:
+        self.queries, self.seconds = 0, 0.0
+
+    def __call__(self, execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.queries += 1
+
+
+# What the timeline page keeps until the tape changes (tapes.pictures.state_key's kinds); the strip
+# and the sparkline were kept before it, and the rest of the cache (the sources' last scan) stays.
+KEPT = ("timeline", "cards", "budget", "phase-table", "phase-bars-svg", "has-memory")
+
+
+def forget_kept(cache) -> None:
+    """Drop what the page keeps from the (local memory) cache, as if the tape had just changed."""
+    for key in list(cache._cache):
+        if any(f"tapeview:pictures:{kind}:" in key for kind in KEPT):
+            cache.delete(key.split(":", 2)[2])  # the key as made, without its prefix and version
+
+
+def measure(client, url: str, headers: dict, runs: int, cold: bool = False) -> dict:
+    """Median wall time, median SQL time and the queries of one request, over `runs` requests;
+    `cold`: with nothing kept in the cache (as the first reader after the tape grew)."""
+    from django.core.cache import cache
+    from django.db import connection
+
+    response = client.get(url, **headers)  # warm-up: templates compiled, caches filled
+    assert response.status_code == 200, response.content[:300]
+    walls, sqls, counts = [], [], []
+    for _ in range(runs):
+        if cold:
+            forget_kept(cache)
+        clock = SqlClock()
+        with connection.execute_wrapper(clock):
+            seconds, response = timed(lambda: client.get(url, **headers))
+        assert response.status_code == 200
+        walls.append(seconds * 1000)
+        sqls.append(clock.seconds * 1000)
+        counts.append(clock.queries)
+    return {
+        "ms": statistics.median(walls),
+        "sql_ms": statistics.median(sqls),
+        "queries": max(counts),
+        "kb": len(response.content) / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tape-dir", type=Path, default=HERE / "out" / "corpus-0.05" / "big")
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--rounds", type=int, default=1, help="measure both pages this many times")
+    parser.add_argument("--profile", choices=("warm", "cold"), help="print a cProfile of the full page")
+    parser.add_argument("--htmx", action="store_true", help="profile the htmx fragment instead")
+    parser.add_argument("--sort", default="cumulative", help="the profile's order")
+    parser.add_argument("--sql", action="store_true", help="print the SQL of one full page")
+    args = parser.parse_args()
+
+    start_django()
+    from django.conf import settings
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tapeview.sources import parse_sources
+    from tapeview.tapes import discovery
+    from tapeview.tapes.models import Tape
+
+    index_s, _ = timed(lambda: discovery.sync(parse_sources([f"bench=bub:{args.tape_dir.resolve()}"])))
+    tape = Tape.objects.filter(source="bench").order_by("-next_pos").first()
+    assert tape is not None, f"no Bub tape in {args.tape_dir}"
+    n = tape.entries
+    url = f"/tapes/{tape.key}/?at={n // 2}"
+    client = viewer_client()
+    database = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    print(f"{database}: {n:,} entries indexed in {index_s:.1f} s; {url}")
+
+    for _ in range(args.rounds):
+        for name, headers, cold in (
+            ("full page", {}, False),
+            ("htmx fragment", HTMX, False),
+            ("full, cold", {}, True),
+            ("htmx, cold", HTMX, True),
+        ):
+            m = measure(client, url, headers, args.runs, cold)
+            print(
+                f"{name:<14} {m['ms']:7.1f} ms p50 of {args.runs}  sql {m['sql_ms']:6.1f} ms  "
+                f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB"
+            )
+
+    if args.sql:
+        with CaptureQueriesContext(connection) as asked:
+            client.get(url)
+        for q in asked.captured_queries:
+            print(f"{q['time']:>7} {q['sql'][:220]}")
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile()
+        from django.core.cache import cache
+
+        headers = HTMX if args.htmx else {}
+
+        def request() -> None:
+            if args.profile == "cold":
+                forget_kept(cache)
+            client.get(url, **headers)
+
+        profile.runcall(lambda: [request() for _ in range(10)])
+        pstats.Stats(profile).sort_stats(args.sort).print_stats(250)
+
+
+if __name__ == "__main__":
+    main()
