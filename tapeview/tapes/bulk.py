@@ -15,21 +15,37 @@ from .packing import CHUNK, Batch, Chunk, decode
 ANALYZE_AFTER = 50_000
 
 
-def append(tape: Tape, batch: Batch) -> None:
-    """Add a batch after the tape's last entry: the last chunk filled up first, then new ones."""
+class Last:
+    """The tape's last chunk row as the indexing run last wrote it (pk, entries): a run that owns
+    the tape's lease is its only writer, so its next batch goes on from here without reading it back."""
+
+    def __init__(self, pk: int | None, chunk: Chunk) -> None:
+        self.pk, self.chunk = pk, chunk
+
+
+def append(tape: Tape, batch: Batch, last: Last | None = None) -> Last | None:
+    """Add a batch after the tape's last entry: the last chunk filled up first, then new ones.
+    `last`: that chunk as the previous call returned it (None: read it from the database)."""
     if not len(batch):
-        return
-    last = EntryChunk.objects.filter(tape=tape).order_by("-first_pos").first()
-    growing = last is not None and last.count < CHUNK
-    merged = (decode(bytes(last.columns), last.vocab) if growing else Chunk()).extended(batch)
-    rows = [_row(tape, merged.sliced(at, at + CHUNK)) for at in range(0, merged.count, CHUNK)]
+        return last
+    if last is None or last.pk is None:
+        row = EntryChunk.objects.filter(tape=tape).order_by("-first_pos").first()
+        last = None if row is None else Last(row.pk, decode(bytes(row.columns), row.vocab))
+    growing = last is not None and last.chunk.count < CHUNK
+    merged = (last.chunk if growing else Chunk()).extended(batch)
+    chunks = [merged.sliced(at, at + CHUNK) for at in range(0, merged.count, CHUNK)]
+    rows = [_row(tape, chunk) for chunk in chunks]
     if growing:
         # Updated in place, never deleted and made again: a page reading the tape meanwhile
         # finds the chunk where it started, with the new entries or without.
         grown = rows.pop(0)
         fields = ("last_pos", "count", "columns", "vocab", "tally")
         EntryChunk.objects.filter(pk=last.pk).update(**{f: getattr(grown, f) for f in fields})
-    EntryChunk.objects.bulk_create(rows)
+        grown.pk = last.pk
+        rows_made = [grown, *EntryChunk.objects.bulk_create(rows)]
+    else:
+        rows_made = EntryChunk.objects.bulk_create(rows)
+    return Last(rows_made[-1].pk, chunks[-1])
 
 
 def _row(tape: Tape, chunk: Chunk) -> EntryChunk:

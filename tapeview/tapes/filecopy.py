@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from tapeview.sources import TapeNotFound
@@ -107,10 +107,24 @@ def _append(copy: FileCopy, data: bytes) -> None:
     else:
         start = copy.size
     pieces = [(start + n, data[n : n + BLOCK]) for n in range(0, len(data), BLOCK)]
-    # A statement a block: one INSERT of every block of a big file is 4x slower on PostgreSQL.
-    blocks = [FileBlock(copy=copy, start=s, end=s + len(d), data=d) for s, d in pieces]
-    FileBlock.objects.bulk_create(blocks, batch_size=1)
+    if connection.vendor == "postgresql":
+        _copy_in(copy, pieces)
+    else:
+        blocks = [FileBlock(copy=copy, start=s, end=s + len(d), data=d) for s, d in pieces]
+        FileBlock.objects.bulk_create(blocks, batch_size=1)
     copy.size = start + len(data)
+
+
+def _copy_in(copy: FileCopy, pieces: list[tuple[int, bytes]]) -> None:
+    """PostgreSQL's COPY in binary: the bytes go as they are, where an INSERT quotes them as text
+    in Python first (half of a watcher's time on a big tape went there)."""
+    table = connection.ops.quote_name(FileBlock._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in ("copy_id", "start", "end", "data"))
+    statement = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as rows:
+        rows.set_types(["bigint", "bigint", "bigint", "bytea"])
+        for s, d in pieces:
+            rows.write_row((copy.pk, s, s + len(d), d))
 
 
 # --- the reader's side: read the copy ----------------------------------------------------------

@@ -23,7 +23,7 @@ from .models import Anchor, EntryChunk, Tape, this_host
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
-BATCH = 5000
+BATCH = 10_000  # entries written at once: a few chunks (packing.CHUNK), one save of the tape
 LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
@@ -210,6 +210,7 @@ class _Run:
         self.tally = PhaseTally(tape)
         self.rows, self.anchors = Batch(), []
         self.start = tape.indexed_offset
+        self.last: bulk.Last | None = None  # the tape's last chunk as this run wrote it
 
     def full(self, pos: int, offset: int, line: bytes | FileEntry, parsed: object) -> None:
         """One line read as the agent's reader reads it, and accounted."""
@@ -227,8 +228,15 @@ class _Run:
             self.flush()
 
     def flush(self) -> None:
-        tape = self.tape
-        _flush(tape, self.lease, self.rows, self.anchors, self.tally)
+        tape, anchors = self.tape, self.anchors
+        self.tally.settle()
+        with transaction.atomic():
+            # First, so a batch is written only by the tape's owner, together with its progress.
+            save(tape, self.lease)
+            self.last = bulk.append(tape, self.rows, self.last)
+            signals.entries_indexed.send(sender=Tape, tape=tape)
+            Anchor.objects.bulk_create(anchors)
+            self.tally.write(anchors)
         if self.progress and tape.indexed_offset > self.start:
             self.progress(tape.indexed_offset - self.start)
         self.rows, self.anchors, self.start = Batch(), [], tape.indexed_offset
@@ -287,14 +295,3 @@ def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally)
     if _wants_label(tape) and (e.kind == "message" or e.name == "loop.start"):
         tape.label_tries += 1
         tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
-
-
-def _flush(tape: Tape, lease: str, rows: Batch, anchors: list[Anchor], tally: PhaseTally) -> None:
-    tally.settle()
-    with transaction.atomic():
-        # First, so a batch is written only by the tape's owner, together with its progress.
-        save(tape, lease)
-        bulk.append(tape, rows)
-        signals.entries_indexed.send(sender=Tape, tape=tape)
-        Anchor.objects.bulk_create(anchors)
-        tally.write(anchors)

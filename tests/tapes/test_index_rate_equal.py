@@ -1,0 +1,193 @@
+"""The bulk path at the rate's settings (tapes.fastlane, bulk.append going on from the chunk it
+last wrote, batches of index.BATCH): it indexes exactly what the agent's own reading rules index,
+whatever the file holds, wherever blocks and batches end, and however the file grew."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tapeview.demodata.bub import bub_line, bub_turns
+from tapeview.sources import bub, parse_sources
+from tapeview.tapes import discovery, fastlane, index, rows
+from tapeview.tapes.models import Anchor, Tape
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.django_db
+
+SKIPPED = ("id", "key", "source", "indexed_at", "indexer", "indexing_until", "path", "owner_id")
+NAME = "a1b2c3d4e5f60718__0123456789abcdef"
+CSRF = re.compile(r"(?<=X-CSRFToken\": \")\w+|(?<=csrfmiddlewaretoken\" value=\")\w+")
+
+
+def line(i: int, kind: str, payload: object, date: object = None, **more: object) -> bytes:
+    entry = {"id": i, "kind": kind, "payload": payload, "meta": more.pop("meta", {}), **more}
+    if date is not None:
+        entry["date"] = date
+    return json.dumps(entry, ensure_ascii=False).encode() + b"\n"
+
+
+def odd_lines(rng: random.Random, start: int) -> list[bytes]:
+    """Lines a hand-edited or crashed tape holds, and every special line the full path must read."""
+    d = "2026-11-01T10:00:00+00:00"
+    usage = {"total_tokens": 30, "prompt_tokens": 20, "prompt_tokens_details": {"cached_tokens": 5}}
+    found = [
+        b"{not json\n",
+        b"   \n",
+        b"\n",
+        b"[1, 2]\n",
+        b'"a string"\n',
+        b"3\n",
+        b'{"id": 1, "kind": "message", "payload": {"role": "user"}, "date": NaN}\n',
+        b'{"id": true, "kind": "message", "payload": {"role": "user"}, "date": "' + d.encode() + b'"}\n',
+        b'{"id": "7", "kind": "message", "payload": {}, "date": "' + d.encode() + b'"}\n',
+        line(2**70, "message", {"role": "user"}, d),
+        line(start, "message", {"role": 5}, d),
+        line(start, "message", {"role": "r" * 60}, d),
+        line(start, "message", "not a dict", d),
+        line(start, "message", {"role": "user"}),
+        line(start, "message", {"role": "user"}, timestamp=1_790_000_000),
+        line(start, "message", {"role": "user"}, "2026-11-01T10:00:00Z"),
+        line(start, "message", {"role": "user"}, "2026-11-01T10:00:00"),
+        line(start, "message", {"role": "user"}, "2026-11-01 10:00:00+00:00"),
+        line(start, "message", {"role": "user"}, "2026-13-01T10:00:00+00:00"),
+        line(start, "message", {"role": "user"}, "2026-02-29T10:00:00+00:00"),
+        line(start, "message", {"role": "user"}, "2110-03-29T00:11:59.258405+05:30"),
+        line(start, "message", {"role": "user"}, "2026-11-01T10:00:00.123+00:00"),
+        line(start, "message", {"role": "user"}, "٢٠٢٦-11-01T10:00:00+00:00"),
+        line(start, "message", {"role": "user"}, 12),
+        line(start, "message", {"role": "user"}, "2026-11-01T10:00:00+05:30", meta={"context": False}),
+        line(start, "message", {"role": "user"}, d, meta={"context": 0}),
+        line(start, "message", {"role": "user"}, d, meta=[1]),
+        line(start, "tool_call", {"calls": [{"id": "c"}, {"id": "d"}]}, d),
+        line(start, "tool_call", {"calls": "no"}, d),
+        line(start, "tool_result", {"results": ["ok", {"message": "x", "kind": "E"}]}, d),
+        line(start, "tool_result", {"results": [{"message": "x"}]}, d),
+        line(start, "tool_result", {"results": "no"}, d),
+        line(start, "event", {"name": "tool.error", "data": {}}, d),
+        line(start, "event", {"name": "run", "data": {"status": "error", "usage": usage}}, d),
+        line(start, "event", {"name": "loop.result", "data": {"error": "boom"}}, d),
+        line(start, "event", {"name": "loop.result", "data": {"error": ""}}, d),
+        line(start, "event", {"name": "run", "data": {"usage": usage, "model": "m:" + "x" * 300}}, d),
+        line(start, "event", {"name": "run", "data": {"usage": {"total_tokens": 9}}}, d),
+        line(start, "event", {"name": "run", "data": {"usage": {"prompt_tokens": True}, "model": ""}}, d),
+        line(start, "event", {"name": "model_switch", "data": {"model": "other"}}, d),
+        line(start, "event", {"name": 4, "data": []}, d),
+        line(start, "event", {"name": "n" * 300, "data": {}}, d),
+        line(start, "error", {"message": "context_length_exceeded"}, d),
+        line(start, "anchor", {"name": "memory/x", "state": {}}, d),
+        line(start, "anchor", {"name": "phase/odd", "state": {"a": 1}}, "2026-10-01T10:00:00-03:00"),
+        line(start, "system", {"content": "s"}, d),
+        line(start, "something_new", {}, d),
+    ]
+    rng.shuffle(found)
+    return found
+
+
+def tape_text(path: Path, entries: int, seed: str) -> bytes:
+    """A generated session (the real turn pattern) with odd lines strewn through it."""
+    rng = random.Random(seed)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    turns = bub_turns(rng, 1, start, handoff_every=30)
+    out = [bub_line(e).encode() for e in itertools.islice(turns, entries)]
+    for at in sorted(rng.sample(range(len(out)), 6), reverse=True):
+        out[at:at] = odd_lines(rng, at)
+    return b"".join(out)
+
+
+def indexed(label: str, root: Path) -> dict[str, tuple]:
+    """Everything the index says of each tape of a folder: its statistics, anchors and rows."""
+    discovery.sync(parse_sources([f"{label}=bub:{root}"]))
+    found = {}
+    for t in Tape.objects.filter(source=label).order_by("rel"):
+        stats = {f.attname: getattr(t, f.attname) for f in Tape._meta.fields if f.attname not in SKIPPED}
+        anchors = [
+            {k: v for k, v in a.items() if k not in ("id", "tape_id")}
+            for a in Anchor.objects.filter(tape=t).order_by("pos").values()
+        ]
+        found[t.rel] = (stats, anchors, rows.of(t).all())
+    return found
+
+
+def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line down the full path: the agent's own reading rules (sources.bub_lines), an Entry each."""
+    monkeypatch.setattr(fastlane, "PLAIN_KINDS", frozenset())
+
+
+@pytest.mark.parametrize("block, batch", [(bub.BLOCK, index.BATCH), (4096, 700), (700, 97)])
+def test_the_bulk_path_indexes_exactly_what_the_full_path_does_with_odd_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int, batch: int
+) -> None:
+    root = tmp_path / "bub"
+    shutil.copytree(FIXTURES / "bub", root)
+    (root / f"{NAME}.jsonl").write_bytes(tape_text(root, 3000, "blocks") + b'{"id": 99, "kind": "mes')
+    monkeypatch.setattr(bub, "BLOCK", block)
+    monkeypatch.setattr(index, "BATCH", batch)
+    monkeypatch.setattr(index._Run, "size", batch)
+    fast = indexed("fast", root)
+    full_path_only(monkeypatch)
+    other = indexed("other", root)
+    assert fast.keys() == other.keys() and len(fast) >= 8
+    for rel in fast:
+        assert fast[rel] == other[rel], rel
+    stats, anchors, every = fast[f"{NAME}.jsonl"]
+    assert stats["unreadable"] >= 6 * 9 and stats["errors"] >= 6 * 6 and len(anchors) >= 6
+    assert any(r.name == "r" * 60 for r in every)  # a message's role is its name, whole
+
+
+def test_appends_a_few_lines_at_a_time_index_what_one_read_does(tmp_path: Path) -> None:
+    whole, grown = tmp_path / "whole", tmp_path / "grown"
+    whole.mkdir()
+    grown.mkdir()
+    text = tape_text(tmp_path, 2000, "appends")
+    (whole / f"{NAME}.jsonl").write_bytes(text)
+    path = grown / f"{NAME}.jsonl"
+    path.write_bytes(b"")
+    discovery.sync(parse_sources([f"grown=bub:{grown}"]))
+    t = Tape.objects.get(source="grown")
+    rng = random.Random(3)
+    at = 0
+    while at < len(text):  # cut anywhere, mid-line included: the agent is still writing
+        step = rng.randrange(1, 40_000)
+        with path.open("ab") as f:
+            f.write(text[at : at + step])
+        at += step
+        index.refresh(t)
+    grown_index = indexed("grown", grown)[f"{NAME}.jsonl"]
+    whole_index = indexed("whole", whole)[f"{NAME}.jsonl"]
+    for stats in (grown_index[0], whole_index[0]):
+        for name in ("device", "inode", "mtime_ns"):
+            stats.pop(name)
+    assert grown_index[0] == whole_index[0]
+    assert grown_index[1:] == whole_index[1:]
+
+
+def test_the_tape_page_and_api_show_the_same_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, viewer_client
+) -> None:
+    path = tmp_path / "bub" / f"{NAME}.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(tape_text(tmp_path, 1500, "pages"))
+
+    def pages(label: str) -> list[str]:
+        discovery.sync(parse_sources([f"{label}=bub:{path.parent}"]))
+        key = Tape.objects.get(source=label).key
+        urls = [f"/tapes/{key}/", f"/tapes/{key}/?end=1", f"/tapes/{key}/?at=700", f"/api/tapes/{key}"]
+        texts = []
+        for url in urls:
+            response = viewer_client.get(url)
+            assert response.status_code == 200, url
+            text = response.content.decode().replace(key, "KEY").replace(label, "LABEL")
+            texts.append(CSRF.sub("TOKEN", text))
+        return texts
+
+    fast = pages("fast")
+    full_path_only(monkeypatch)
+    assert pages("slow") == fast
