@@ -32,7 +32,7 @@ Engine = backends.SQLite | backends.PostgreSQL
 
 # Entries per transaction: the write lock is held while they are tokenised (a few hundred ms), and
 # FTS5 writes a segment per commit, so fewer, larger batches cost less to write and to merge.
-BATCH = 5000
+BATCH = 20_000
 BATCH_BYTES = 16_000_000  # ...or this many bytes of the file, whichever comes first
 PAGE_BUDGET = 2.0  # seconds a search request may spend catching up where no background indexer runs
 ANALYZE_AFTER = 100_000  # docs made in one pass after which PostgreSQL's statistics are renewed
@@ -117,10 +117,17 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
     except IntegrityError:  # the tape was deleted meanwhile
         return 0
     made = 0
+    entries = _unsearched(tape, mark)
     try:
-        for batch in _batches(_unsearched(tape, mark)):
-            _commit(backend, tape, mark, batch)
-            made += len(batch)
+        while True:
+            batch = _Batch(entries)
+            # Rows are made as the entries are read: a batch never holds its entries (their payloads
+            # are thousands of objects each for the garbage collector to walk), only their rows.
+            rows = entry_rows(backend, tape, batch)
+            if not batch.size:
+                break
+            _commit(backend, tape, mark, rows, batch)
+            made += batch.size
             if deadline is not None and time.monotonic() >= deadline:
                 break
     except Overtaken:
@@ -146,30 +153,36 @@ def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Entry]:
             yield e
 
 
-def _batches(entries: Iterable[Entry]) -> Iterator[list[Entry]]:
-    batch: list[Entry] = []
-    size = 0
-    for e in entries:
-        batch.append(e)
-        size += e.length
-        if len(batch) >= BATCH or size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
+class _Batch:
+    """The next entries of a tape, up to BATCH of them or BATCH_BYTES of the file, as they are read;
+    then where they end (`offset`, `next_pos`)."""
+
+    def __init__(self, entries: Iterator[Entry]) -> None:
+        self.entries = entries
+        self.size = 0
+        self.offset = self.next_pos = 0
+
+    def __iter__(self) -> Iterator[Entry]:
+        read = 0
+        for e in self.entries:
+            self.size += 1
+            self.offset, self.next_pos = e.offset + e.length, e.pos + 1
+            yield e
+            read += e.length
+            if self.size >= BATCH or read >= BATCH_BYTES:
+                return
 
 
-def _commit(backend: Engine, tape: Tape, mark: SearchedTape, batch: list[Entry]) -> None:
+def _commit(backend: Engine, tape: Tape, mark: SearchedTape, rows: list[tuple], batch: _Batch) -> None:
     """A batch's docs and the progress they make, in one transaction, or neither."""
-    last = batch[-1]
-    offset, next_pos = last.offset + last.length, last.pos + 1
+    offset, next_pos = batch.offset, batch.next_pos
     with transaction.atomic():
         moved = SearchedTape.objects.filter(tape_id=tape.pk, offset=mark.offset, next_pos=mark.next_pos)
         if not moved.update(offset=offset, next_pos=next_pos):
             raise Overtaken
         if not Tape.objects.filter(pk=tape.pk, inode=tape.inode, next_pos__gte=next_pos).exists():
             raise Overtaken
-        backend.insert(entry_rows(backend, tape, batch))
+        backend.insert(rows)
     mark.offset, mark.next_pos = offset, next_pos
 
 

@@ -46,10 +46,14 @@ def fold(rows: Sequence[Row], bodies: Mapping[int, str], query: Sequence[Term]) 
     )
     longest = max((len(t.words) for t in query), default=0)
     matched: dict[int, list[str]] = {}
+    seen: dict[str, list[str]] = {}  # the same text, matched once: agents write many texts again and again
     for i, row in enumerate(rows):
         if row.id in bodies and query:
-            some = (joined_words(x) for x in _lines_with(folded(bodies[row.id]), firsts))
-            matched[i] = [x for x in some if any(n in f" {x} " for n in needles)]
+            body = bodies[row.id]
+            if (found := seen.get(body)) is None:
+                some = (joined_words(x) for x in _lines_with(folded(body), firsts))
+                found = seen[body] = [x for x in some if any(n in f" {x} " for n in needles)]
+            matched[i] = found
     # The longest few lines that say more than the words matched: a copy holds one of them.
     telling = {
         i: sorted({x for x in found if x.count(" ") + 1 >= longest + MORE_WORDS}, key=lambda x: (len(x), x))[

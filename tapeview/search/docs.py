@@ -70,6 +70,7 @@ class Where:
         self.tags: list[tuple[str, ...]] = []  # each: one of these tags
         self.conditions: list[str] = []
         self.params: list[object] = []
+        self.tapes: list[tuple[bool, list[int], bool]] = []  # (keep, tape ids, redundant): see of_tapes
 
     def add(self, condition: str, *params: object) -> None:
         self.conditions.append(condition)
@@ -87,9 +88,32 @@ class Where:
         """These filters within an id range, leaving these as they are."""
         where = Where()
         where.first, where.last, where.tags = self.first, self.last, self.tags
-        where.conditions, where.params = self.conditions, self.params
+        where.conditions, where.params, where.tapes = self.conditions, self.params, self.tapes
         where.span(first, last)
         return where
+
+    def of_tapes(self, ids: list[int], *, keep: bool, redundant: bool = False) -> None:
+        """Only the docs of these tapes (`keep`), or only those of the others: told by the doc's id
+        alone, so the engine never reads a row, nor walks a tag, to keep or drop a doc. A
+        `redundant` list says again what other conditions say: an engine may leave it out."""
+        if ids or keep:
+            self.tapes.append((keep, ids, redundant))
+
+    def tapes_sql(self, id_column: str, *, placeholders: bool, redundant: bool) -> tuple[str, list]:
+        """The tape conditions on `id_column` (with the `redundant` ones or not): each list as %s
+        placeholders (SQLite), else one array."""
+        sql, params = [], []
+        for keep, ids, again in self.tapes:
+            if again and not redundant:
+                continue
+            if placeholders:
+                listed = ", ".join(["%s"] * len(ids)) or "NULL"
+                sql.append(f"({id_column} >> {SHIFT}) {'' if keep else 'NOT '}IN ({listed})")
+                params += ids
+            else:
+                sql.append(f"({id_column} >> {SHIFT}) {'= ANY' if keep else '<> ALL'}(%s)")
+                params.append(ids)
+        return " AND ".join(sql) or "1 = 1", params
 
     def below(self, column: str, value: str, separators: str) -> None:
         """`column` is `value`, or starts with `value` and one of the separators."""

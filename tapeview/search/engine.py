@@ -5,18 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from memory_admin.models import MemoryStore
-from tapeview.reviews import ledger
 from tapeview.tapes.models import Tape
 
 from . import backends, copies
-from .docs import FIRST_ID, LAST_ID, Found, Where
-from .feed import LAST_POS, SHIFT, refresh_memory_if_stale, store_span, tape_span
+from .docs import FIRST_ID, Found, Where
+from .feed import refresh_memory_if_stale, store_span, tape_span
+from .filters import tape_where
 from .snippets import Span, marked, marked_html
 from .text import terms
 
@@ -24,7 +24,6 @@ ORDERS = ("relevance", "time")
 # The best (or newest) matching entries that fold into groups; after them, hits come one by one.
 WINDOW = 500
 COUNT_LIMIT = 10_000  # matching entries counted at most: a count past it reads "10000+"
-REVIEWED_LIMIT = 5000  # reviewed entries a search narrows to: far more than operators review by hand
 
 
 @dataclass(frozen=True)
@@ -100,65 +99,13 @@ def _parse_date(text: str) -> datetime | None:
 # Searching
 
 
-def _reviewed_docs(label: str | None, score: int | None) -> list[int]:
-    """The doc ids of the entries whose current review has this label and score."""
-    found = ledger.find(label=label, score=score, current=True).values_list("tape_key", "pos")
-    pairs = list(found[:REVIEWED_LIMIT])
-    tapes = dict(Tape.objects.filter(key__in={k for k, _ in pairs}).values_list("key", "pk"))
-    return sorted({tapes[key] << SHIFT | pos for key, pos in pairs if key in tapes and 0 < pos <= LAST_POS})
-
-
-def _where(
-    backend: backends.SQLite | backends.PostgreSQL,
-    *,
-    source: str | None = None,
-    tape_key: str | None = None,
-    kinds: list[str] | None = None,
-    role: str | None = None,
-    name: str | None = None,
-    since: date | datetime | None = None,
-    until: date | datetime | None = None,
-    within: tuple[int, int] | None = None,
-    review_label: str | None = None,
-    review_score: int | None = None,
-) -> Where | None:
-    """The filters of a tape search as SQL; None when nothing can match."""
-    where = Where()
-    where.span(1, LAST_ID)
-    if review_label or review_score is not None:
-        ids = _reviewed_docs(review_label, review_score)
-        if not ids:
-            return None
-        where.add(f"id IN ({', '.join(['%s'] * len(ids))})", *ids)
-    if tape_key:
-        tape_id = Tape.objects.filter(key=tape_key).values_list("pk", flat=True).first()
-        if tape_id is None:
-            return None
-        first, last = within if within else (0, LAST_POS + 1)
-        if last <= first:
-            return None
-        where.span(*tape_span(tape_id, first, last - 1))
-    elif within:
-        raise ValueError("searching within a phase needs a tape")
-    if source and Tape.objects.exclude(source=source).exists():
-        where.tagged("s", source)  # a source that holds every tape filters nothing: no tag to walk
-    if kinds:
-        where.tagged("k", *kinds)
-    if role:
-        where.tagged("r", role)
-    if name:
-        where.below("name", name, "./")
-    where.dates(since, until)
-    return where
-
-
 def search(
     q: str, *, order: str = "relevance", limit: int = 50, offset: int = 0, **filters: object
 ) -> list[Hit]:
     """Tape entries matching every word and phrase of `q`, best (or newest) first, each with the
     entries of its tape that repeat it folded under it; `limit` and `offset` count those groups.
 
-    Filters (see `_where`): `source`, `tape_key`, `kinds`; `role` keeps messages of that role;
+    Filters (see `filters.tape_where`): `source`, `tape_key`, `kinds`; `role` keeps messages of that role;
     `name` keeps events and anchors of that name or below it (`loop` finds `loop.step`); `since`
     and `until`; `within` keeps the entries from one anchor's position up to (not including)
     another's, on the tape `tape_key`; `review_label` and `review_score` keep the entries whose
@@ -167,7 +114,7 @@ def search(
     backend = backends.current()
     if backend is None or order not in ORDERS:
         return []
-    where = _where(backend, **filters)
+    where = tape_where(**filters)
     if where is None:
         return []
     query = terms(q)
@@ -217,7 +164,7 @@ def _hit(
 def count(q: str, *, tapes: Iterable[str] = (), **filters: object) -> Count:
     """How many tape entries match (the filters of `search`), and how many on each of `tapes`."""
     backend = backends.current()
-    where = _where(backend, **filters) if backend is not None else None
+    where = tape_where(**filters) if backend is not None else None
     if backend is None or where is None:
         return Count(0)
     by_tape = {}

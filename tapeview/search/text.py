@@ -163,8 +163,9 @@ def entry_text(entry: Any) -> str:
 
 def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
     """Append the strings in `value` to `out`, depth first; return the budget left."""
+    # Runs for every value of every entry: _add inlined for the common case, a plain string.
     if isinstance(value, dict):
-        children: Any = (item for key, item in value.items() if key not in SKIP_KEYS)
+        children: Any = [item for key, item in value.items() if key not in SKIP_KEYS]
     elif isinstance(value, list):
         children = value
     else:
@@ -173,7 +174,11 @@ def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
         if budget <= 0:
             break
         if type(child) is str:
-            budget = _add(child, out, budget)
+            if child and not _is_blob(child):
+                if len(child) > budget:
+                    child = child[:budget]
+                out.append(child)
+                budget -= len(child) + 1
         elif depth < MAX_DEPTH and isinstance(child, (dict, list)):
             budget = _collect(child, out, budget, depth + 1)
     return budget
@@ -189,9 +194,7 @@ def _add(text: str, out: list[str], budget: int) -> int:
 
 def _is_blob(value: str) -> bool:
     """A data: URL or a long run without spaces (base64, a hash): nothing anyone searches for."""
-    if value.startswith("data:"):
-        return True
-    return len(value) > 1000 and _SPACE.search(value, 0, 1000) is None
+    return value.startswith("data:") or (len(value) > 1000 and _SPACE.search(value, 0, 1000) is None)
 
 
 @dataclass(frozen=True)

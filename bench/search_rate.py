@@ -1,0 +1,209 @@
+"""Full-text search of issue 10 alone: the catch-up pass against raw, and search p50 against grep.
+
+    python bench/search_rate.py [--scale S | --corpus DIR] [--keep DIR] [--runs N] [--only catchup|search]
+    python .ci/postgres_server.py -- python bench/search_rate.py ...      # on PostgreSQL
+
+The same rows as bench/scale.py's, measured the same way, without the rest of its table:
+
+- catch-up: the real tape indexed into a fresh database (a process of its own) with the search
+  receiver of `entries_indexed` disconnected, then `catch_up()` timed, against `orjson.loads` of
+  every line of the same file read in this run (bench/harness.py `raw_parse`);
+- search: `engine.search` (first page of hits) of bench/scale.py's 20 terms over the whole corpus,
+  unfiltered and filtered by kind, date and source, against `grep -F -c -r TERM many big real`
+  timed per term in the same run; each term's time is the median of --runs calls.
+
+With --keep DIR the searched database is kept in DIR (SQLite) and indexed only the first time; on
+PostgreSQL --keep uses the database TAPEVIEW_DATABASE_URL names (made if missing) and leaves it there,
+so it only helps against a server that outlives the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench import corpus  # noqa: E402
+from bench.harness import raw_parse, start_django, timed  # noqa: E402
+from bench.scale import TERMS, Row, print_table, yes  # noqa: E402
+
+FILTERS = {
+    "kind": {"kinds": ["tool_call"]},
+    "date": {"since": corpus.NOW - timedelta(days=90)},
+    "source": {"source": "many"},
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.4)
+    parser.add_argument("--corpus", type=Path, help="the corpus folder (default bench/out/corpus-<scale>)")
+    parser.add_argument("--keep", type=Path, help="keep the searched database here between runs")
+    parser.add_argument("--runs", type=int, default=3, help="calls per term timed (their median)")
+    parser.add_argument("--only", choices=("catchup", "search"))
+    parser.add_argument("--terms", action="store_true", help="print each term's times too")
+    parser.add_argument("--catchup-child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    folder = args.corpus or HERE / "out" / f"corpus-{args.scale:g}"
+    if args.catchup_child:
+        return catchup_child(folder)
+    manifest = corpus.ensure(folder, args.scale)
+    db = "postgres" if os.environ.get("TAPEVIEW_DATABASE_URL", "").startswith("postgres") else "sqlite"
+    rows = []
+    if args.only != "search":
+        rows.append(catchup_row(folder))
+    if args.only != "catchup":
+        rows += search_rows(folder, manifest, args)
+    print_table(db, manifest, rows)
+    return 0
+
+
+def catchup_child(folder: Path) -> int:
+    """In a fresh database: the real tape indexed without its docs, then the search pass timed."""
+    start_django()
+    from tapeview.search import catchup
+    from tapeview.sources import parse_sources
+    from tapeview.tapes import discovery, signals
+
+    signals.entries_indexed.disconnect(dispatch_uid="search.entries_indexed")
+    real = corpus.real_tape(folder)
+    discovery.sync(parse_sources([f"real=bub:{real.parent}"]))
+    cpu = time.process_time()
+    seconds, made = timed(catchup.catch_up)
+    print(json.dumps({"seconds": seconds, "cpu": time.process_time() - cpu, "made": made}))
+    return 0
+
+
+def catchup_row(folder: Path) -> Row:
+    """The catch-up's seconds against the median of raw runs before and after it (the machine is
+    shared: one short raw run says little); its CPU seconds against theirs on a line of its own."""
+    real = corpus.real_tape(folder)
+    raws = [_raw_cpu(real) for _ in range(3)]
+    child = [sys.executable, __file__, "--catchup-child", "--corpus", str(folder)]
+    done = subprocess.run(child, capture_output=True, text=True, check=False)
+    if done.returncode:
+        sys.exit(f"the catch-up child failed:\n{done.stderr[-3000:]}")
+    raws += [_raw_cpu(real) for _ in range(3)]
+    timing = json.loads(done.stdout.strip().splitlines()[-1])
+    seconds, cpu = timing["seconds"], timing["cpu"]
+    n = raws[0][2]
+    raw = statistics.median(r[0] for r in raws)
+    raw_cpu = statistics.median(r[1] for r in raws)
+    print(
+        f"catch-up: {seconds:.2f} s wall, {cpu:.2f} s CPU of its process (not the database server's); "
+        f"raw {raw:.3f} s wall, {raw_cpu:.3f} s CPU (median of 6: {', '.join(f'{r[0]:.3f}' for r in raws)})"
+    )
+    ratio = raw / seconds
+    return Row(
+        "full-text search catching up after a cold index",
+        f"{n / seconds:,.0f} entries/s ({seconds:.2f} s)",
+        f"{n / raw:,.0f} entries/s",
+        f"{ratio:.3f}x",
+        ">= 0.1x raw",
+        yes(ratio >= 0.1),
+    )
+
+
+def _raw_cpu(path: Path) -> tuple[float, float, int]:
+    cpu = time.process_time()
+    seconds, n = raw_parse(path)
+    return seconds, time.process_time() - cpu, n
+
+
+def searched_database(folder: Path, keep: Path | None) -> None:
+    """Django on the searched database: kept (and indexed the first time) with --keep, else fresh."""
+    url = os.environ.get("TAPEVIEW_DATABASE_URL", "")
+    if keep is None:
+        start_django()
+    else:
+        keep.mkdir(parents=True, exist_ok=True)
+        if url.startswith("postgres"):
+            _ensure_pg_database(url)
+        start_django(keep)
+    from tapeview.search import catchup
+    from tapeview.sources import parse_sources
+    from tapeview.tapes import discovery
+    from tapeview.tapes.models import Tape
+
+    if not Tape.objects.exists():
+        big, real = corpus.big_tape(folder), corpus.real_tape(folder)
+        specs = [f"big=bub:{big.parent}", f"real=bub:{real.parent}", f"many=bub:{folder / 'many'}"]
+        seconds, _ = timed(lambda: discovery.sync(parse_sources(specs)))
+        print(f"indexed {Tape.objects.count():,} tapes in {seconds:.0f} s", flush=True)
+    seconds, made = timed(catchup.catch_up)
+    if made:
+        print(f"made {made:,} entries searchable in {seconds:.0f} s", flush=True)
+
+
+def _ensure_pg_database(url: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = parts._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        name = parts.path.lstrip("/")
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def search_rows(folder: Path, manifest: dict, args: argparse.Namespace) -> list[Row]:
+    searched_database(folder, args.keep)
+    from tapeview.search import engine
+
+    def p50_of(term: str, **filters: object) -> float:
+        return statistics.median(timed(lambda: engine.search(term, **filters))[0] for _ in range(args.runs))
+
+    engine.search("warm up the connection and the page cache")
+    for term in TERMS:  # the page cache warm for every term, as grep's is after its first run
+        engine.search(term)
+    searched = {term: p50_of(term) for term in TERMS}
+    tapes = [str(folder / part) for part in ("many", "big", "real")]
+    grep = ["grep", "-F", "-c", "-r"]
+    grepped = {
+        term: timed(lambda t=term: subprocess.run([*grep, t, *tapes], capture_output=True))[0]
+        for term in TERMS
+    }
+    filtered = {name: {term: p50_of(term, **f) for term in TERMS} for name, f in FILTERS.items()}
+    if args.terms:
+        print("\n| term | unfiltered ms | " + " | ".join(f"{n} ms" for n in FILTERS) + " | grep ms |")
+        print("| --- " * (3 + len(FILTERS)) + "|")
+        for term in TERMS:
+            cells = [searched[term], *(filtered[n][term] for n in FILTERS), grepped[term]]
+            print(f"| {term} | " + " | ".join(f"{s * 1000:.1f}" for s in cells) + " |")
+    p50, grep_p50 = statistics.median(searched.values()), statistics.median(grepped.values())
+    medians = {name: statistics.median(times.values()) for name, times in filtered.items()}
+    slowest = max(medians, key=medians.get)
+    counts = manifest["counts"]
+    entries = counts["tapes"]["entries"] + counts["big"]["entries"] + counts["real"]["entries"]
+    return [
+        Row(
+            f"search p50 over {len(TERMS)} terms, {entries:,} entries",
+            f"{p50 * 1000:.1f} ms",
+            f"grep {grep_p50 * 1000:,.0f} ms",
+            f"{grep_p50 / p50:.1f}x faster than grep",
+            "< 50 ms and >= 20x grep",
+            yes(p50 < 0.05 and grep_p50 / p50 >= 20),
+        ),
+        Row(
+            "search p50 with a filter (kind, date, source)",
+            ", ".join(f"{name} {s * 1000:.1f} ms" for name, s in medians.items()),
+            f"unfiltered {p50 * 1000:.1f} ms",
+            f"{medians[slowest] / p50:.2f}x ({slowest})",
+            "no slower (<= 1.1x)",
+            yes(medians[slowest] / p50 <= 1.1),
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""The filters of a tape search as a Where: tags of the full-text index, tape ids, and columns."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from django.db import connection
+from django.db.models import Q, Sum
+
+from tapeview.reviews import ledger
+from tapeview.tapes.models import Tape
+
+from .docs import LAST_ID, LAST_POS, SHIFT, Where, tape_span
+
+REVIEWED_LIMIT = 5000  # reviewed entries a search narrows to: far more than operators review by hand
+TAPE_LIST = 2000  # tapes a filter names by id at most; past it the filter reads the docs' own columns
+
+
+def _reviewed_docs(label: str | None, score: int | None) -> list[int]:
+    """The doc ids of the entries whose current review has this label and score."""
+    found = ledger.find(label=label, score=score, current=True).values_list("tape_key", "pos")
+    pairs = list(found[:REVIEWED_LIMIT])
+    tapes = dict(Tape.objects.filter(key__in={k for k, _ in pairs}).values_list("key", "pk"))
+    return sorted({tapes[key] << SHIFT | pos for key, pos in pairs if key in tapes and 0 < pos <= LAST_POS})
+
+
+def tape_where(
+    *,
+    source: str | None = None,
+    tape_key: str | None = None,
+    kinds: list[str] | None = None,
+    role: str | None = None,
+    name: str | None = None,
+    since: date | datetime | None = None,
+    until: date | datetime | None = None,
+    within: tuple[int, int] | None = None,
+    review_label: str | None = None,
+    review_score: int | None = None,
+) -> Where | None:
+    """The filters of a tape search as SQL; None when nothing can match."""
+    where = Where()
+    where.span(1, LAST_ID)
+    if review_label or review_score is not None:
+        ids = _reviewed_docs(review_label, review_score)
+        if not ids:
+            return None
+        where.add(f"id IN ({', '.join(['%s'] * len(ids))})", *ids)
+    if tape_key:
+        tape_id = Tape.objects.filter(key=tape_key).values_list("pk", flat=True).first()
+        if tape_id is None:
+            return None
+        first, last = within if within else (0, LAST_POS + 1)
+        if last <= first:
+            return None
+        where.span(*tape_span(tape_id, first, last - 1))
+    elif within:
+        raise ValueError("searching within a phase needs a tape")
+    if source and tape_key:
+        where.tagged("s", source)  # within one tape's span a tag costs nothing to walk
+    elif source:
+        _of_source(where, source)
+    if kinds:
+        where.tagged("k", *kinds)
+    if role:
+        where.tagged("r", role)
+    if name:
+        where.below("name", name, "./")
+    where.dates(since, until)
+    if (since or until) and not tape_key and not _dated(where, since, until):
+        return None
+    return where
+
+
+def _of_source(where: Where, source: str) -> None:
+    """A source as a tag of the docs, or, on SQLite when it holds most of them, as the few tapes it
+    does not hold: FTS5 intersecting a word with a tag nearly every doc carries walks that tag's
+    whole list (PostgreSQL checks the tag in the tsvector it reads anyway, cheaper than an array)."""
+    entries = dict(Tape.objects.values("source").annotate(n=Sum("next_pos")).values_list("source", "n"))
+    others = sum(n for s, n in entries.items() if s != source)
+    if not others:
+        return  # a source that holds every tape filters nothing
+    if connection.vendor == "sqlite" and entries.get(source, 0) >= others:
+        ids = list(Tape.objects.exclude(source=source).values_list("pk", flat=True)[: TAPE_LIST + 1])
+        if len(ids) <= TAPE_LIST:
+            where.of_tapes(ids, keep=False)
+            return
+    where.tagged("s", source)
+
+
+def _dated(where: Where, since: date | None, until: date | None) -> bool:
+    """The tapes with no entry between the dates left out by their ids (their first and last
+    dates say so), so their matches are dropped without a look at their dates; False when no
+    tape has one."""
+    outside = Q(last_at__isnull=True)
+    if since:
+        outside |= Q(last_at__lt=_aware(since))
+    if until:
+        end = until + (timedelta(microseconds=1) if isinstance(until, datetime) else timedelta(days=1))
+        outside |= Q(first_at__gte=_aware(end))
+    for keep, tapes in ((True, Tape.objects.exclude(outside)), (False, Tape.objects.filter(outside))):
+        ids = list(tapes.values_list("pk", flat=True)[: TAPE_LIST + 1])
+        if len(ids) <= TAPE_LIST:
+            where.of_tapes(ids, keep=keep, redundant=True)
+            return bool(ids) or not keep
+    return True
+
+
+def _aware(value: date) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime(value.year, value.month, value.day, tzinfo=UTC)
