@@ -16,13 +16,13 @@ import pytest
 
 from tapeview.demodata.bub import bub_line, bub_turns
 from tapeview.sources import bub, parse_sources
-from tapeview.tapes import discovery, fastlane, index, rows
-from tapeview.tapes.models import Anchor, Tape
+from tapeview.tapes import discovery, fastlane, index
+from tapeview.tapes.models import Tape
 from tests.conftest import FIXTURES
+from tests.tapes.indexed import indexed
 
 pytestmark = pytest.mark.django_db
 
-SKIPPED = ("id", "key", "source", "indexed_at", "indexer", "indexing_until", "path", "owner_id")
 NAME = "a1b2c3d4e5f60718__0123456789abcdef"
 CSRF = re.compile(r"(?<=X-CSRFToken\": \")\w+|(?<=csrfmiddlewaretoken\" value=\")\w+")
 
@@ -100,20 +100,6 @@ def tape_text(path: Path, entries: int, seed: str) -> bytes:
     for at in sorted(rng.sample(range(len(out)), 6), reverse=True):
         out[at:at] = odd_lines(rng, at)
     return b"".join(out)
-
-
-def indexed(label: str, root: Path) -> dict[str, tuple]:
-    """Everything the index says of each tape of a folder: its statistics, anchors and rows."""
-    discovery.sync(parse_sources([f"{label}=bub:{root}"]))
-    found = {}
-    for t in Tape.objects.filter(source=label).order_by("rel"):
-        stats = {f.attname: getattr(t, f.attname) for f in Tape._meta.fields if f.attname not in SKIPPED}
-        anchors = [
-            {k: v for k, v in a.items() if k not in ("id", "tape_id")}
-            for a in Anchor.objects.filter(tape=t).order_by("pos").values()
-        ]
-        found[t.rel] = (stats, anchors, rows.of(t).all())
-    return found
 
 
 def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:

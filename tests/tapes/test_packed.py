@@ -14,14 +14,13 @@ import pytest
 from tapeview.demodata.bub import bub_line, bub_turns
 from tapeview.sources import parse_sources
 from tapeview.tapes import discovery, fastlane, index, rows
-from tapeview.tapes.models import Anchor, EntryChunk, Tape
+from tapeview.tapes.models import EntryChunk, Tape
 from tapeview.tapes.packing import CHUNK
 from tapeview.tapes.rows import Match
 from tests.conftest import FIXTURES
+from tests.tapes.indexed import indexed
 
 pytestmark = pytest.mark.django_db
-
-SKIPPED = ("id", "key", "source", "indexed_at", "indexer", "indexing_until", "path", "owner_id")
 
 
 def session(path: Path, entries: int, seed: str = "packed") -> None:
@@ -29,20 +28,6 @@ def session(path: Path, entries: int, seed: str = "packed") -> None:
     start = datetime(2026, 11, 1, tzinfo=UTC)
     turns = bub_turns(random.Random(seed), 1, start, handoff_every=40)
     path.write_text("".join(bub_line(e) for e in itertools.islice(turns, entries)), encoding="utf-8")
-
-
-def indexed(label: str, root: Path) -> dict[str, tuple]:
-    """Everything the index says of each tape of a folder: its statistics, anchors and rows."""
-    discovery.sync(parse_sources([f"{label}=bub:{root}"]))
-    found = {}
-    for t in Tape.objects.filter(source=label).order_by("rel"):
-        stats = {f.attname: getattr(t, f.attname) for f in Tape._meta.fields if f.attname not in SKIPPED}
-        anchors = [
-            {k: v for k, v in a.items() if k not in ("id", "tape_id")}
-            for a in Anchor.objects.filter(tape=t).order_by("pos").values()
-        ]
-        found[t.rel] = (stats, anchors, rows.of(t).all())
-    return found
 
 
 def test_the_bulk_path_indexes_exactly_what_the_full_path_does(tmp_path: Path, monkeypatch) -> None:
