@@ -175,7 +175,7 @@ def measure(folder: Path, manifest: dict, db: str, runs: int, refreshes: int) ->
     rows = cold_index_rows(db, n_real, raw_real, real_index, bare, n_big, raw_big, big_index)
     rows += search_rows(folder, entries)
     rows += context_rows(client, tape, big, runs)
-    rows += [timeline_row(client, tape, n_big, runs)]
+    rows += timeline_rows(client, tape, n_big, runs)
     rows += serve_rows(folder, manifest["counts"]["tapes"]["count"], refreshes)
     rows += [incremental_row(tape, big, runs), peak_row(peak_mb, n_big)]
     return rows
@@ -260,6 +260,11 @@ def search_rows(folder: Path, entries: int) -> list[Row]:
         name: statistics.median(timed(lambda term=term, f=f: engine.search(term, **f))[0] for term in TERMS)
         for name, f in filters.items()
     }
+    return search_result_rows(entries, p50, grep_p50, filtered)
+
+
+def search_result_rows(entries: int, p50: float, grep_p50: float, filtered: dict[str, float]) -> list[Row]:
+    """The two search rows: the p50 against grep's, and the slowest filter against the p50 (seconds)."""
     slowest = max(filtered, key=filtered.get)
     return [
         Row(
@@ -308,19 +313,34 @@ def context_rows(client: Any, tape: Any, path: Path, runs: int) -> list[Row]:
     return rows
 
 
-def timeline_row(client: Any, tape: Any, entries: int, runs: int) -> Row:
+def timeline_rows(client: Any, tape: Any, entries: int, runs: int) -> list[Row]:
+    """The page drawn before (a page keeps what it drew until the tape's index changes:
+    tapes.views.timeline), and the first reader's after a change (the cache emptied before each call)."""
+    from django.core.cache import cache
+
     url = f"/tapes/{tape.key}/?at={entries // 2}"
     client.get(url)
     ms, response = median_ms(lambda: client.get(url), runs)
     assert response.status_code == 200, response.content[:300]
-    return Row(
-        f"timeline page, middle of the {entries:,}-entry tape",
-        f"{ms:.1f} ms p50",
-        "-",
-        f"{ms / 30:.2f}x target",
-        "< 30 ms",
-        yes(ms < 30),
-    )
+    first_ms, _ = median_ms(lambda: (cache.clear(), client.get(url))[1], runs)
+    return [
+        Row(
+            f"timeline page, middle of the {entries:,}-entry tape (drawn before)",
+            f"{ms:.1f} ms p50",
+            "-",
+            f"{ms / 30:.2f}x target",
+            "< 30 ms",
+            yes(ms < 30),
+        ),
+        Row(
+            "timeline page, the first draw after the tape changed",
+            f"{first_ms:.1f} ms p50",
+            "-",
+            f"{first_ms / 30:.2f}x target",
+            "< 30 ms",
+            yes(first_ms < 30),
+        ),
+    ]
 
 
 def serve_rows(folder: Path, count: int, refreshes: int) -> list[Row]:

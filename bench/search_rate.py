@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from bench import corpus  # noqa: E402
 from bench.harness import raw_parse, start_django, timed  # noqa: E402
-from bench.scale import TERMS, Row, print_table, yes  # noqa: E402
+from bench.scale import TERMS, Row, print_table, search_result_rows, yes  # noqa: E402
 
 FILTERS = {
     "kind": {"kinds": ["tool_call"]},
@@ -182,27 +182,9 @@ def search_rows(folder: Path, manifest: dict, args: argparse.Namespace) -> list[
             print(f"| {term} | " + " | ".join(f"{s * 1000:.1f}" for s in cells) + " |")
     p50, grep_p50 = statistics.median(searched.values()), statistics.median(grepped.values())
     medians = {name: statistics.median(times.values()) for name, times in filtered.items()}
-    slowest = max(medians, key=medians.get)
     counts = manifest["counts"]
     entries = counts["tapes"]["entries"] + counts["big"]["entries"] + counts["real"]["entries"]
-    return [
-        Row(
-            f"search p50 over {len(TERMS)} terms, {entries:,} entries",
-            f"{p50 * 1000:.1f} ms",
-            f"grep {grep_p50 * 1000:,.0f} ms",
-            f"{grep_p50 / p50:.1f}x faster than grep",
-            "< 50 ms and >= 20x grep",
-            yes(p50 < 0.05 and grep_p50 / p50 >= 20),
-        ),
-        Row(
-            "search p50 with a filter (kind, date, source)",
-            ", ".join(f"{name} {s * 1000:.1f} ms" for name, s in medians.items()),
-            f"unfiltered {p50 * 1000:.1f} ms",
-            f"{medians[slowest] / p50:.2f}x ({slowest})",
-            "no slower (<= 1.1x)",
-            yes(medians[slowest] / p50 <= 1.1),
-        ),
-    ]
+    return search_result_rows(entries, p50, grep_p50, medians)
 
 
 if __name__ == "__main__":

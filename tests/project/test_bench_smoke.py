@@ -19,6 +19,7 @@ FIGURES = [
     "context preview after the last anchor",
     "context preview after the middle anchor",
     "timeline page, middle of the 1,000-entry tape",
+    "timeline page, the first draw after the tape changed",
     "tapeview serve over 10 tapes, empty database",
     "session index refresh",
     "incremental index of 100 appended entries",
