@@ -7,7 +7,7 @@ as the page asked for needs), so a word found in millions of docs costs what a r
 
 from __future__ import annotations
 
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 
 from .docs import COLUMNS, Found, Where, fetch
 from .text import MARK, START, STOP, fts_body, fts_query, pg_body, pg_query, pg_words
@@ -46,12 +46,21 @@ class SQLite:
         first, last = min(rows[0][0], rows[-1][0]), max(rows[0][0], rows[-1][0])
         if fetch("SELECT 1 FROM search_meta WHERE id BETWEEN %s AND %s LIMIT 1", [first, last]):
             self.delete(first, last)
+        try:
+            with transaction.atomic():
+                self._insert("INSERT", rows)
+        except IntegrityError:
+            # Another writer put docs of these ids in meanwhile (a memory store indexed by the request
+            # that wrote it and by the watcher at once): the newer rows take their place.
+            self._insert("INSERT OR REPLACE", rows)
+
+    def _insert(self, verb: str, rows: list[tuple]) -> None:
         with connection.cursor() as cursor:
             cursor.executemany(
-                "INSERT INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in rows]
+                f"{verb} INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in rows]
             )
             cursor.executemany(
-                f"INSERT INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
+                f"{verb} INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
                 [(r[0], *r[3:]) for r in rows],
             )
 
