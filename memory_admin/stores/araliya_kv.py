@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tapeview.sources import araliya as araliya_source
+from tapeview.sources.python_json import LONE_SURROGATE
 
 from . import locks, nesting
 from .files import read_bytes, replace_if_unchanged
@@ -178,6 +179,9 @@ def parse(raw: bytes) -> KvFile:
         raise  # too deep: already worded
     except ValueError as exc:
         raise StoreError(f"kv.json is not valid JSON ({exc})") from exc
+    if LONE_SURROGATE.search(raw) and _holds_lone_surrogate(doc):
+        # serde_json refuses "\ud800" without its pair, so araliya cannot load this file either.
+        raise StoreError("kv.json holds a lone surrogate escape: araliya itself cannot use this session")
     if not isinstance(doc, dict) or not _is_usize(doc.get("cap")):
         raise _malformed()
     cap = doc["cap"]
@@ -192,6 +196,14 @@ def parse(raw: bytes) -> KvFile:
     if not (isinstance(values, dict) and all(isinstance(v, str) for v in values.values())):
         raise _malformed()
     return KvFile(cap, order=order, values=values)
+
+
+def _holds_lone_surrogate(doc: object) -> bool:
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _malformed() -> StoreError:

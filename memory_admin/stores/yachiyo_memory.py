@@ -14,6 +14,7 @@ from pathlib import Path
 from uuid import uuid4
 
 from tapeview.sources import yachiyo as yachiyo_source
+from tapeview.sources.python_json import without_lone_surrogates
 
 from . import locks, nesting
 from .files import read_bytes, replace_if_unchanged
@@ -234,7 +235,7 @@ def _raw_entries(doc: dict) -> list[dict]:
 
 
 def _entry(raw: dict) -> MemoryEntry:
-    clean = yachiyo_source._clean(raw)  # a lone surrogate JS left becomes U+FFFD for display
+    clean = without_lone_surrogates(raw)  # a lone surrogate JS left becomes U+FFFD for display
     keywords = clean.get("keywords")
     metadata = clean.get("metadata")
     return MemoryEntry(

@@ -16,17 +16,23 @@ import orjson
 
 from .bub_lines import (
     DISPLAY_PARSE_LIMIT,
-    DISPLAY_PREVIEW_BYTES,
     PREVIEW_BYTES,
-    SCAN_PARSE_LIMIT,
     big_line,
     is_tool_error,
     parse_line,
     preview,
     too_big,
 )
-from .model import ContextMessage, Entry, TapeFile, TapeNotFound, unreadable
-from .raw_bytes import open_file
+from .model import (
+    DISPLAY_PREVIEW_BYTES,
+    SCAN_PARSE_LIMIT,
+    ContextMessage,
+    Entry,
+    TapeFile,
+    TapeNotFound,
+    unreadable,
+)
+from .raw_bytes import open_file, skip_line
 from .raw_bytes import read_raw as read_raw  # the contract's byte reader, the same for every kind
 
 KIND = "bub"
@@ -106,20 +112,12 @@ def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int,
             if len(rest) >= SCAN_PARSE_LIMIT:
                 # A line too long to parse whole: read on to its end keeping only its head, so
                 # memory stays bounded whatever the agent wrote (formats: a 50 MB payload).
-                length = _skip_to_newline(f, len(rest))
-                if length is None:
+                more, ended = skip_line(f)
+                if not ended:
                     return
+                length = len(rest) + more
                 yield pos, offset, big_line(rest[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
                 offset, pos, rest = offset + length, pos + 1, b""
-
-
-def _skip_to_newline(f, length: int) -> int | None:
-    """Read past the rest of a line; its whole length, or None if it is unfinished."""
-    while chunk := f.readline(1 << 20):
-        length += len(chunk)
-        if chunk.endswith(b"\n"):
-            return length
-    return None
 
 
 def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:

@@ -11,15 +11,13 @@ from datetime import UTC, datetime
 
 import orjson
 
-from .model import Entry, unreadable
+from . import python_json
+from .model import DISPLAY_PREVIEW_BYTES, Entry, unreadable
 
 PREVIEW_BYTES = 600
 # Entries bigger than this are not parsed for display; their first bytes are shown instead.
 DISPLAY_PARSE_LIMIT = 2 * 1024 * 1024
-# Longer lines are indexed from their head (id, kind) and never parsed whole.
-SCAN_PARSE_LIMIT = 4 * 1024 * 1024
 _HEAD = re.compile(rb'^\{"id": (-?\d{1,18}), "kind": "([A-Za-z_.\-]{1,40})"')
-DISPLAY_PREVIEW_BYTES = 64 * 1024
 NON_PHASE_PREFIXES = ("memory/", "spill/")
 GLUE_MARK = b'{"id": '
 
@@ -30,18 +28,24 @@ def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
         # orjson refuses nesting deeper than 1,024 levels: a hostile line is malformed, not a crash.
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return _unreadable(raw, pos, offset, _why_malformed(raw, exc))
+        try:  # what Bub's json.loads also reads: NaN, Infinity, a lone surrogate, a huge integer
+            obj = python_json.fallback(raw)
+        except (ValueError, RecursionError):
+            return _unreadable(raw, pos, offset, _why_malformed(raw, exc))
     return parsed_line(obj, raw, pos, offset)
 
 
 def parsed_line(obj: object, raw: bytes, pos: int, offset: int) -> Entry:
     """parse_line of a line whose JSON is already parsed (`obj`)."""
     length = len(raw)
+    obj = python_json.exact(obj, raw)
     if not isinstance(obj, dict):
         return _unreadable(raw, pos, offset, "not an entry: the line is not a JSON object")
     eid, kind, payload = obj.get("id"), obj.get("kind"), obj.get("payload")
     if not isinstance(eid, int) or isinstance(eid, bool):
         return _unreadable(raw, pos, offset, "not an entry: id is not an integer")
+    if not -(2**63) <= eid < 2**63:
+        return _unreadable(raw, pos, offset, "not an entry: id is past 64 bits")
     if not isinstance(kind, str):
         return _unreadable(raw, pos, offset, "not an entry: kind is not a string")
     if not isinstance(payload, dict):
@@ -98,8 +102,7 @@ def is_tool_error(result: object) -> bool:
     return isinstance(result, dict) and "message" in result and "kind" in result
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+_int = python_json.count
 
 
 def _entry_date(obj: dict) -> tuple[datetime | None, str]:

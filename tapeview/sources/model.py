@@ -7,6 +7,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+# A line longer than this is never parsed whole: it is indexed and shown from its head, so memory
+# stays bounded whatever an agent wrote.
+SCAN_PARSE_LIMIT = 4 * 1024 * 1024
+DISPLAY_PREVIEW_BYTES = 64 * 1024  # the head of such a line that is shown
+
 
 class TapeNotFound(LookupError):
     """The tape file is gone (deleted, reset or never there)."""

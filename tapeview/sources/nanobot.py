@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .model import ContextMessage, Entry
+from .model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, ContextMessage, Entry
 from .nanobot_files import detect, discover, key_from_stem
-from .nanobot_lines import is_empty_assistant, is_int, parse_line, replay_text, tool_calls_of
-from .raw_bytes import open_file, read_raw
+from .nanobot_lines import big_line, is_empty_assistant, is_int, parse_line, replay_text, tool_calls_of
+from .raw_bytes import capped_lines, open_file, read_raw
 
 __all__ = [
     "ARCHIVED_ANCHOR",
@@ -42,21 +42,24 @@ ARCHIVED_ANCHOR = "nanobot/archived"  # the first message the archive pointer le
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """Every record of the file from byte 0 (`start` is ignored: nanobot rewrites the whole file)."""
     with open_file(path) as f:
-        data = f.read()
-    yield from _mark_phases(list(_records(data)))
+        entries = list(_records(capped_lines(f, SCAN_PARSE_LIMIT, DISPLAY_PREVIEW_BYTES)))
+    yield from _mark_phases(entries)
 
 
-def _records(data: bytes) -> Iterator[Entry]:
-    offset, pos, index = 0, 1, 0
-    while offset < len(data):
-        end = data.find(b"\n", offset)
-        end = len(data) if end < 0 else end + 1
-        raw = data[offset:end]
-        if raw.strip():
+def _records(lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Entry]:
+    """The records of (offset, bytes, length) lines: a line too long to parse is read from its head."""
+    pos, index = 1, 0
+    for offset, raw, length in lines:
+        if length > len(raw):
+            entry = big_line(raw, pos, offset, length, index)
+        elif raw.strip():
             entry = parse_line(raw, pos, offset, index)
+        else:
+            entry = None
+        if entry is not None:
             index += entry.id is not None
             yield entry
-        offset, pos = end, pos + 1
+        pos += 1
 
 
 def _mark_phases(entries: list[Entry]) -> list[Entry]:

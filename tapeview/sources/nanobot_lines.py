@@ -7,17 +7,15 @@ record per message.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
-from typing import Any
 
-import orjson
-
-from .model import Entry, call_id, unreadable
+from . import python_json
+from .model import DISPLAY_PREVIEW_BYTES, Entry, call_id, unreadable
 
 PREVIEW_BYTES = 600
 RETRY_HINT = "\n\n[Analyze the error above and try a different approach.]"
+_ROLE_HEAD = re.compile(rb'^\s*\{\s*"role"\s*:\s*"([A-Za-z_]{1,40})"')
 _PROVIDER_STATE = re.compile(rb'^\s*\{\s*"_type"\s*:\s*"provider_state"\s*(?:,|\})')
 # nanobot's own replay clean-up of assistant text (session/manager.py, _sanitize_assistant_replay_text).
 _MESSAGE_TIME_PREFIX = re.compile(r"^\[Message Time: [^\]]+\]\n?")
@@ -53,13 +51,28 @@ def parse_line(raw: bytes, pos: int, offset: int, index: int) -> Entry:
     return _message(record, raw, pos, offset, index)
 
 
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # nanobot reads with the standard json module, which also takes NaN, lone surrogates and
-        # integers wider than 64 bits.
-        return json.loads(raw.decode("utf-8"))
+def big_line(head: bytes, pos: int, offset: int, length: int, index: int) -> Entry:
+    """A record too long to parse (`length` bytes, `head` its first ones): a message when its head
+    names a role, as nanobot writes them (its loader counts it, so it keeps its place among the
+    messages), shown truncated; else unreadable."""
+    m = _ROLE_HEAD.match(head)
+    if m is None:
+        problem = f"a record of {length:,} bytes, too long to read, that does not start as a message"
+        return unreadable(pos, offset, length, problem, _preview(head), context=False)
+    role = m[1].decode()
+    return Entry(
+        pos=pos,
+        offset=offset,
+        length=length,
+        id=index,
+        kind="tool_result" if role == "tool" else "message",
+        name="" if role == "tool" else role,
+        truncated=True,
+        preview=head[:DISPLAY_PREVIEW_BYTES].decode("utf-8", errors="replace") + "…",
+    )
+
+
+_loads = python_json.loads  # nanobot reads with the standard json module
 
 
 def _metadata(record: dict, raw: bytes, pos: int, offset: int) -> Entry:
@@ -189,7 +202,7 @@ def is_int(value: object) -> bool:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if is_int(value) else None
+    return value if is_int(value) and value == python_json.count(value) else None
 
 
 def _total(usage: dict) -> int:

@@ -126,3 +126,36 @@ def head(path: str | Path) -> str:
     if end < 0 and len(data) < HEAD:
         return ""  # no whole first line yet
     return hashlib.blake2b(data if end < 0 else data[: end + 1], digest_size=16).hexdigest()
+
+
+def capped_lines(
+    f: BinaryIO, limit: int, keep: int, block: int = 1 << 20
+) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, bytes, length) of each line of an open file from where it stands, its newline
+    included (the last line may have none). A line longer than `limit` is never held whole: its
+    first `keep` bytes come instead, with its whole length, so memory stays bounded whatever the
+    file holds (formats: a 100 MB record)."""
+    offset, rest = f.tell(), b""
+    while data := f.read(block):
+        data, start = rest + data, 0
+        while (end := data.find(b"\n", start)) >= 0:
+            yield offset, data[start : end + 1], end + 1 - start
+            offset, start = offset + end + 1 - start, end + 1
+        rest = data[start:]
+        if len(rest) > limit:
+            length = len(rest) + skip_line(f)[0]
+            yield offset, rest[:keep], length
+            offset, rest = offset + length, b""
+    if rest:
+        yield offset, rest, len(rest)
+
+
+def skip_line(f: BinaryIO) -> tuple[int, bool]:
+    """Read past the rest of a line, its newline included: the bytes read, and whether a newline
+    ended them (else the file did: the line is unfinished)."""
+    length = 0
+    while chunk := f.readline(1 << 20):
+        length += len(chunk)
+        if chunk.endswith(b"\n"):
+            return length, True
+    return length, False

@@ -9,7 +9,6 @@ tool calls and results. A slice without one (only messages) gives the messages i
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -17,13 +16,13 @@ from urllib.parse import quote, unquote
 from . import documents
 from .documents import DocumentUnreadable
 from .model import ContextMessage, Entry, TapeFile, TapeNotFound, call_id
+from .python_json import LONE_SURROGATE, without_lone_surrogates
 from .raw_bytes import read_raw as read_raw  # the contract's byte reader (unused: entries have no bytes)
 from .yachiyo_entries import as_text, body, decode_result, flatten, obj, result_failed
 
 KIND = "yachiyo"
 PREVIEW_BYTES = 600
 SAFE = "-_.!~*'()"  # what JS encodeURIComponent leaves alone
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def detect(root: Path) -> bool:
@@ -80,20 +79,12 @@ def _loads(raw: bytes) -> object:
     """The document, lone surrogates made U+FFFD; DocumentUnreadable (a ValueError) saying why not."""
     # JS can leave a lone surrogate ("\ud83d") that orjson rejects: the stdlib parser takes it.
     doc = documents.parse(raw, lone_surrogates=True)
-    if not _LONE_SURROGATE.search(raw):
+    if not LONE_SURROGATE.search(raw):
         return doc
     try:
-        return _clean(doc)
-    except RecursionError:  # the stdlib parser follows ~1,000 levels, _clean fewer
+        return without_lone_surrogates(doc)
+    except RecursionError:  # the stdlib parser follows ~1,000 levels, without_lone_surrogates fewer
         raise DocumentUnreadable(documents.TOO_DEEP, raw) from None
-
-
-def _clean(obj: object) -> object:
-    if isinstance(obj, str):
-        return obj.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(obj, dict):
-        return {_clean(k): _clean(v) for k, v in obj.items()}
-    return [_clean(v) for v in obj] if isinstance(obj, list) else obj
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:

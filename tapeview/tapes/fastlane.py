@@ -18,6 +18,8 @@ from typing import Protocol
 
 import orjson
 
+from tapeview.sources.python_json import count as token_count
+
 from .models import Tape
 from .packing import CONTEXT, HAS_ID, READABLE, Batch
 from .phase_tally import MODEL_EVENTS, PhaseTally
@@ -190,5 +192,4 @@ def _model_and_usage(tape: Tape, phase, name: str, data: dict) -> None:
     phase.cached_tokens = (phase.cached_tokens or 0) + cached
 
 
-def _int(value: object) -> int:
-    return value if type(value) is int else 0
+_int = token_count  # as sources.bub_lines reads a token count

@@ -263,11 +263,8 @@ def test_nanobot_memory_refuses_a_lone_surrogate_with_a_store_error(tmp_path: Pa
     """The minimal example Hypothesis printed when the property above asked for StoreError."""
     ref = nanobot_ref(tmp_path)
     error = refuses(ValueError, ref.path, nanobot_memory.write, ref, "\ud800", version_of(None))
-    if not isinstance(error, StoreError):
-        pytest.xfail(
-            f"BUG: nanobot_memory.write lets {type(error).__name__} out for a lone surrogate (the web layer "
-            "answers a StoreError with a message, anything else with a 500); araliya_kv checks for it"
-        )
+    # The web layer answers a StoreError with a message, anything else with a 500.
+    assert isinstance(error, StoreError), type(error).__name__
 
 
 history_shapes = st.fixed_dictionaries(
@@ -629,22 +626,20 @@ def test_a_kv_json_serde_refuses_is_not_read_as_a_snapshot(tmp_path: Path) -> No
     """The minimal example Hypothesis printed (with valid Unicode asked of every key and value).
 
     araliya's serde_json refuses a lone surrogate escape, so araliya calls this kv.json malformed, and
-    so does Tapeview's source reader (tapeview.sources.araliya, "kv.json is unreadable"); the store
-    reads it with Python's json instead, shows the lone surrogate, and a set on it raises
-    UnicodeEncodeError where a StoreError is due.
+    so does Tapeview's source reader (tapeview.sources.araliya, "kv.json is unreadable"): the store
+    says so too, and writes nothing.
     """
     ref = kv_ref(tmp_path)
-    ref.path.write_bytes(b'{"cap": 200, "order": [], "values": {"working_memory": "\\ud800"}}')
-    try:
-        snap = araliya_kv.read(ref)
-    except StoreError:
-        return
-    error = refuses(ValueError, ref.path, araliya_kv.set_value, ref, "k", "v", snap.version, now=NOW)
-    if not isinstance(error, StoreError) or not _utf8(snap.text):
-        pytest.xfail(
-            "BUG: araliya_kv reads a kv.json that serde_json (and tapeview.sources.araliya) refuses, "
-            f"shows a lone surrogate, and set_value raises {type(error).__name__} instead of StoreError"
-        )
+    before = b'{"cap": 200, "order": [], "values": {"working_memory": "\\ud800"}}'
+    ref.path.write_bytes(before)
+    with pytest.raises(StoreError, match="lone surrogate"):
+        araliya_kv.read(ref)
+    with pytest.raises(StoreError, match="lone surrogate"):
+        araliya_kv.set_value(ref, "k", "v", version_of(before), now=NOW)
+    assert ref.path.read_bytes() == before
+    # A surrogate pair is one character: read as araliya reads it.
+    ref.path.write_bytes(b'{"cap": 200, "order": ["k"], "values": {"k": "\\ud83d\\ude00"}}')
+    assert "\U0001f600" in araliya_kv.read(ref).text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -770,11 +765,8 @@ def test_a_zone_write_refuses_a_lone_surrogate_with_a_store_error(tmp_path: Path
     path = tmp_path / SIDECAR
     quiet = {"now": NOW, "quiet_seconds": 0, "clock": lambda: CLOCK}
     error = refuses(ValueError, path, bub_zone_write.write_long_term, path, "\ud800", None, **quiet)
-    if not isinstance(error, StoreError):
-        pytest.xfail(
-            f"BUG: bub_zone_write lets {type(error).__name__} out for a lone surrogate (the web layer answers "
-            "a StoreError with a message, anything else with a 500); araliya_kv checks for it"
-        )
+    # The web layer answers a StoreError with a message, anything else with a 500.
+    assert isinstance(error, StoreError), type(error).__name__
 
 
 bub_lines = st.one_of(

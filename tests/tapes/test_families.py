@@ -246,3 +246,24 @@ def test_a_record_of_a_rewritten_file_is_its_payload_as_json_text_on_page_and_ap
         assert r["X-Content-Type-Options"] == "nosniff"
         body = b"".join(r.streaming_content)
         assert json.loads(body) == entry["payload"] and r["Content-Length"] == str(len(body))
+
+
+def test_a_nanobot_record_too_long_to_parse_is_shown_truncated_and_keeps_its_place(
+    viewer_client, families
+) -> None:
+    """A 5 MB tool output in a nanobot session: shown from its head, marked truncated; the messages
+    after it keep their ids (nanobot's loader counts it), and no page or API answer fails."""
+    path = families["nanobot"] / NANOBOT_SESSIONS / "dGVsZWdyYW06ODEyMzQ1Njc4OQ.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    big = {"role": "tool", "tool_call_id": "call_big", "name": "exec", "content": "y" * (5 << 20)}
+    after = {"role": "assistant", "content": "the last word after the big output"}
+    path.write_bytes(b"".join([*lines, json.dumps(big).encode() + b"\n", json.dumps(after).encode() + b"\n"]))
+    discovery.sync()
+    tape = Tape.objects.get(source="nb", label="telegram:8123456789")
+    page = viewer_client.get(f"/tapes/{tape.key}/?end=1").content.decode()
+    assert "yyyyyyyy" in page and "the last word after the big output" in page
+    assert "truncated" in page.lower()
+    # The metadata line is not a message: the messages before the big one are lines[1:].
+    assert f'<span class="id">id {len(lines)}</span>' in page  # the one after the big record
+    for url in (f"/tapes/{tape.key}/context", f"/api/tapes/{tape.key}/entries?limit=500"):
+        assert viewer_client.get(url).status_code == 200, url

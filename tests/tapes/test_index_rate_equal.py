@@ -124,7 +124,8 @@ def test_the_bulk_path_indexes_exactly_what_the_full_path_does_with_odd_lines(
     for rel in fast:
         assert fast[rel] == other[rel], rel
     stats, anchors, every = fast[f"{NAME}.jsonl"]
-    assert stats["unreadable"] >= 6 * 9 and stats["errors"] >= 6 * 6 and len(anchors) >= 6
+    # 8 of the odd lines are unreadable for Bub too (its json.loads reads a NaN date).
+    assert stats["unreadable"] >= 6 * 8 and stats["errors"] >= 6 * 6 and len(anchors) >= 6
     assert any(r.name == "r" * 60 for r in every)  # a message's role is its name, whole
 
 
