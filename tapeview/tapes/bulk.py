@@ -4,23 +4,51 @@ after a bulk load on PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 import orjson
 from django.db import connection
+from django.db.models import Model
+from django.utils import timezone
 
 from .models import Anchor, EntryChunk, Tape
 from .packing import CHUNK, Batch, Chunk, decode
 
+if TYPE_CHECKING:
+    from .phase_tally import AnchorRow
+
 # After indexing this many entries at once, PostgreSQL's planner statistics are refreshed
 # (ANALYZE): a table grown from nothing by a bulk load otherwise plans every page as if empty.
 ANALYZE_AFTER = 50_000
+# A chunk row's fields after its tape, and their types for a binary COPY (tape first).
+CHUNK_FIELDS = ("first_pos", "last_pos", "count", "columns", "vocab", "tally")
+CHUNK_TYPES = ("bigint", "integer", "integer", "integer", "bytea", "text", "text")
+
+
+def unsynced() -> None:
+    """In a batch's transaction: PostgreSQL commits it without waiting for its log on disk. The
+    index is derived from the files: a server crash loses at most the last batches, each whole and
+    with the tape's progress in it, and the next run indexes them again."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def whole_chunks(entries: int) -> int:
+    """`entries` rounded down to whole chunks (one at least): batches of that size fill chunks exactly."""
+    return max(CHUNK, entries // CHUNK * CHUNK)
 
 
 class Last:
-    """The tape's last chunk row as the indexing run last wrote it (pk, entries): a run that owns
-    the tape's lease is its only writer, so its next batch goes on from here without reading it back."""
+    """The tape's last chunk as the indexing run last wrote it (its first position, its entries): a
+    run that owns the tape's lease is its only writer, so its next batch goes on from here without
+    reading it back."""
 
-    def __init__(self, pk: int | None, chunk: Chunk) -> None:
-        self.pk, self.chunk = pk, chunk
+    def __init__(self, first_pos: int, chunk: Chunk) -> None:
+        self.first_pos, self.chunk = first_pos, chunk
 
 
 def append(tape: Tape, batch: Batch, last: Last | None = None) -> Last | None:
@@ -28,37 +56,77 @@ def append(tape: Tape, batch: Batch, last: Last | None = None) -> Last | None:
     `last`: that chunk as the previous call returned it (None: read it from the database)."""
     if not len(batch):
         return last
-    if last is None or last.pk is None:
-        row = EntryChunk.objects.filter(tape=tape).order_by("-first_pos").first()
-        last = None if row is None else Last(row.pk, decode(bytes(row.columns), row.vocab))
+    if last is None:
+        row = EntryChunk.objects.filter(tape=tape).order_by("-first_pos")
+        found = row.values_list("first_pos", "columns", "vocab").first()
+        last = None if found is None else Last(found[0], decode(bytes(found[1]), found[2]))
     growing = last is not None and last.chunk.count < CHUNK
     merged = (last.chunk if growing else Chunk()).extended(batch)
     chunks = [merged.sliced(at, at + CHUNK) for at in range(0, merged.count, CHUNK)]
-    rows = [_row(tape, chunk) for chunk in chunks]
+    rows = [_chunk_values(chunk) for chunk in chunks]
     if growing:
         # Updated in place, never deleted and made again: a page reading the tape meanwhile
-        # finds the chunk where it started, with the new entries or without.
-        grown = rows.pop(0)
-        fields = ("last_pos", "count", "columns", "vocab", "tally")
-        EntryChunk.objects.filter(pk=last.pk).update(**{f: getattr(grown, f) for f in fields})
-        grown.pk = last.pk
-        rows_made = [grown, *EntryChunk.objects.bulk_create(rows)]
-    else:
-        rows_made = EntryChunk.objects.bulk_create(rows)
-    return Last(rows_made[-1].pk, chunks[-1])
+        # finds the chunk where it started, with the new entries or without. (A batch of whole
+        # chunks, index._Run.size, grows none in a cold index.)
+        _, last_pos, count, columns, vocab, tally = rows.pop(0)
+        EntryChunk.objects.filter(tape=tape, first_pos=last.first_pos).update(
+            last_pos=last_pos, count=count, columns=columns, vocab=vocab, tally=tally
+        )
+    _insert(EntryChunk, ("tape", *CHUNK_FIELDS), [(tape.pk, *row) for row in rows], CHUNK_TYPES)
+    return Last(int(chunks[-1].columns["pos"][0]), chunks[-1])
 
 
-def _row(tape: Tape, chunk: Chunk) -> EntryChunk:
+def _chunk_values(chunk: Chunk) -> tuple[int, int, int, bytes, str, str]:
     pos = chunk.columns["pos"]
-    return EntryChunk(
-        tape=tape,
-        first_pos=int(pos[0]),
-        last_pos=int(pos[-1]),
-        count=chunk.count,
-        columns=chunk.blob(),
-        vocab=chunk.vocab(),
-        tally=_json(chunk.tally()),
-    )
+    return int(pos[0]), int(pos[-1]), chunk.count, chunk.blob(), chunk.vocab(), _json(chunk.tally())
+
+
+def _insert(
+    model: type[Model], names: tuple[str, ...], rows: list[tuple], types: tuple[str, ...] = ()
+) -> None:
+    """Plain rows into a model's table: one COPY on PostgreSQL (binary when `types` names the
+    columns' types: bytes go as they are, not quoted as text first), one executemany on SQLite."""
+    if not rows:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    columns = ", ".join(_column(model, name) for name in names)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            binary = " (FORMAT BINARY)" if types else ""
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN{binary}") as copy:
+                if types:
+                    copy.set_types(list(types))
+                    for row in rows:
+                        copy.write_row(row)
+                else:
+                    # Text format, written here at a third of write_row's cost a row: the server
+                    # parses each value as its column's type (timestamps, JSON) as from a literal.
+                    copy.write("".join("\t".join(map(_copy_text, row)) + "\n" for row in rows))
+        else:
+            marks = ", ".join(["%s"] * len(names))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+
+
+def _copy_text(value: object) -> str:
+    """A value as COPY's text format spells it."""
+    if value is None:
+        return "\\N"
+    kind = type(value)
+    if kind is str:
+        if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+            value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+        return value
+    if kind is bool:
+        return "t" if value else "f"
+    if kind is int:
+        return str(value)
+    if kind is datetime:
+        return value.isoformat()
+    raise TypeError(f"no COPY text for {kind.__name__}")
+
+
+def _column(model: type[Model], name: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(name).column)
 
 
 def _json(value: dict) -> str:
@@ -66,9 +134,110 @@ def _json(value: dict) -> str:
 
 
 def analyze() -> None:
-    """Refresh PostgreSQL's statistics of the tables a bulk load grew (SQLite plans without them)."""
+    """Refresh PostgreSQL's statistics of the tables a bulk load grew (SQLite plans without them).
+
+    Of the chunks, only the columns that pages filter and sort by: the sample would otherwise read
+    every sampled chunk's arrays (hundreds of kB each, out of line) for statistics nobody uses."""
     if connection.vendor != "postgresql":
         return
+    quote = connection.ops.quote_name
+    chunk_columns = ", ".join(
+        _column(EntryChunk, name) for name in ("tape", "first_pos", "last_pos", "count")
+    )
     with connection.cursor() as cursor:
-        for model in (EntryChunk, Anchor, Tape):
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+        cursor.execute(f"ANALYZE {quote(EntryChunk._meta.db_table)} ({chunk_columns})")
+        for model in (Anchor, Tape):
+            cursor.execute(f"ANALYZE {quote(model._meta.db_table)}")
+
+
+# --- anchor and phase rows: plain statements, no model instance or per-field preparation ---------
+
+# An anchor row's fields after its tape, as its model names them (phase_tally.AnchorRow's slots).
+ANCHOR_FIELDS = (
+    "pos",
+    "name",
+    "date",
+    "phase",
+    "state",
+    "entries",
+    "phase_index",
+    "end_pos",
+    "started_at",
+    "ended_at",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "tool_calls",
+    "errors",
+    "model",
+    "roles",
+)
+
+
+def insert_anchors(tape_id: int, rows: list[AnchorRow]) -> None:
+    """A batch's new anchor rows: one COPY on PostgreSQL, one executemany on SQLite."""
+    when = _db_datetime()
+    _insert(Anchor, ("tape", *ANCHOR_FIELDS), [_anchor_row(tape_id, row, when) for row in rows])
+
+
+def update_phases(tape_id: int, rows: list[AnchorRow], fields: tuple[str, ...]) -> None:
+    """`fields` of stored phase rows that went on in a batch: one executemany."""
+    if not rows:
+        return
+    table = connection.ops.quote_name(Anchor._meta.db_table)
+    sets = ", ".join(f"{_column(Anchor, name)} = %s" for name in fields)
+    keys = f"{_column(Anchor, 'tape')} = %s AND {_column(Anchor, 'pos')} = %s"
+    values = [(*_anchor_values(row, fields), tape_id, row.pos) for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET {sets} WHERE {keys}", values)
+
+
+def _anchor_row(tape_id: int, r: AnchorRow, when: Callable[[datetime], object]) -> tuple:
+    """All of a new row's values, in ANCHOR_FIELDS order (_anchor_values, unrolled: thousands a tape)."""
+    return (
+        tape_id,
+        r.pos,
+        r.name,
+        None if r.date is None else when(r.date),
+        r.phase,
+        r.state,
+        r.entries,
+        r.phase_index,
+        r.end_pos,
+        None if r.started_at is None else when(r.started_at),
+        None if r.ended_at is None else when(r.ended_at),
+        r.prompt_tokens,
+        r.completion_tokens,
+        r.cached_tokens,
+        r.tool_calls,
+        r.errors,
+        r.model,
+        json.dumps(r.roles),
+    )
+
+
+def _anchor_values(row: AnchorRow, names: tuple[str, ...]) -> list[object]:
+    """The row's values as the model's fields would prepare them for this database."""
+    values: list[object] = []
+    when = _db_datetime()
+    for name in names:
+        value = getattr(row, name)
+        if isinstance(value, datetime):
+            value = when(value)
+        elif name == "roles":
+            value = json.dumps(value)  # as JSONField does (no encoder); jsonb parses it on PostgreSQL
+        values.append(value)
+    return values
+
+
+def _db_datetime() -> Callable[[datetime], object]:
+    """A date as DateTimeField prepares it for this database (USE_TZ: a naive one is taken in the
+    default zone, as the field does, without its warning)."""
+    adapt, zone = connection.ops.adapt_datetimefield_value, timezone.get_default_timezone()
+
+    def prepared(value: datetime) -> object:
+        if value.tzinfo is None or value.utcoffset() is None:
+            value = timezone.make_aware(value, zone)
+        return adapt(value)
+
+    return prepared

@@ -98,12 +98,14 @@ def _append(copy: FileCopy, data: bytes) -> None:
     """`data` after the copy's bytes: the last block grown up to BLOCK first, then new blocks."""
     if not data:
         return
-    last = FileBlock.objects.filter(copy=copy).order_by("-start").first()
-    if last is not None and last.end - last.start < BLOCK:
-        room = BLOCK - (last.end - last.start)
-        grown = bytes(last.data) + data[:room]
-        FileBlock.objects.filter(pk=last.pk).update(data=grown, end=last.start + len(grown))
-        data, start = data[room:], last.start + len(grown)
+    # The last block's bytes are read only to grow it: a copy made a step at a time reads none.
+    last = FileBlock.objects.filter(copy=copy).order_by("-start").values_list("pk", "start", "end").first()
+    if last is not None and last[2] - last[1] < BLOCK:
+        pk, last_start, last_end = last
+        room = BLOCK - (last_end - last_start)
+        grown = bytes(FileBlock.objects.values_list("data", flat=True).get(pk=pk)) + data[:room]
+        FileBlock.objects.filter(pk=pk).update(data=grown, end=last_start + len(grown))
+        data, start = data[room:], last_start + len(grown)
     else:
         start = copy.size
     pieces = [(start + n, data[n : n + BLOCK]) for n in range(0, len(data), BLOCK)]

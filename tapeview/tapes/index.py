@@ -21,7 +21,7 @@ from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryChunk, Tape, this_host
 from .packing import Batch, flags, micros
-from .phase_tally import PhaseTally
+from .phase_tally import AnchorRow, PhaseTally
 
 BATCH = 10_000  # entries written at once: a few chunks (packing.CHUNK), one save of the tape
 LABEL_TRIES = 50
@@ -201,9 +201,9 @@ def _as_lines(entries: Iterable[FileEntry]) -> Iterator[tuple[int, int, FileEntr
 
 
 class _Run:
-    """One indexing run of a tape: the batch being gathered, written out every BATCH entries."""
+    """One indexing run of a tape: the batch being gathered, written out every `size` entries."""
 
-    size = BATCH
+    size = bulk.whole_chunks(BATCH)  # so a cold index writes every chunk once, never grows one
 
     def __init__(self, tape: Tape, lease: str, progress: Progress | None) -> None:
         self.tape, self.lease, self.progress = tape, lease, progress
@@ -224,18 +224,19 @@ class _Run:
         self.rows.add(e.pos, e.offset, e.length, e.id, e.kind, e.name, micros(e.date), flag)
         _account(self.tape, e, self.anchors, self.tally)
         self.tape.indexed_offset, self.tape.next_pos = e.offset + e.length, e.pos + 1
-        if len(self.rows) >= BATCH:
+        if len(self.rows) >= self.size:
             self.flush()
 
     def flush(self) -> None:
         tape, anchors = self.tape, self.anchors
         self.tally.settle()
         with transaction.atomic():
+            bulk.unsynced()
             # First, so a batch is written only by the tape's owner, together with its progress.
             save(tape, self.lease)
             self.last = bulk.append(tape, self.rows, self.last)
             signals.entries_indexed.send(sender=Tape, tape=tape)
-            Anchor.objects.bulk_create(anchors)
+            bulk.insert_anchors(tape.pk, anchors)
             self.tally.write(anchors)
         if self.progress and tape.indexed_offset > self.start:
             self.progress(tape.indexed_offset - self.start)
@@ -259,14 +260,14 @@ def _wants_label(tape: Tape) -> bool:
     return tape.label == tape.name and tape.role == "tape" and tape.label_tries < LABEL_TRIES
 
 
-def _account(tape: Tape, e: FileEntry, anchors: list[Anchor], tally: PhaseTally) -> None:
+def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTally) -> None:
     anchor = None
     # An anchor line, or a line that also starts a phase (nanobot's boundaries: e.anchor).
     if e.is_anchor or e.anchor:
         name = e.anchor or e.name
         state = e.payload.get("state") if e.is_anchor and isinstance(e.payload, dict) else None
         preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
-        anchor = Anchor(tape=tape, pos=e.pos, name=name[:300], date=e.date, phase=e.phase, state=preview)
+        anchor = AnchorRow(e.pos, name[:300], e.date, e.phase, preview)
         anchors.append(anchor)
         if e.phase:
             tape.phase_anchor_pos = e.pos

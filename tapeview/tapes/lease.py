@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from functools import cache
 
+from django.db import connection
 from django.db.models import Field, Q
 from django.utils import timezone
 
@@ -50,14 +52,27 @@ def indexer_fields() -> list[Field]:
 
 def save(tape: Tape, lease: str) -> None:
     """Write the indexer's fields of the tape and renew the lease, if the lease is still ours."""
-    values = {f.attname: getattr(tape, f.attname) for f in indexer_fields()}
+    fields = indexer_fields()
+    values = [f.get_db_prep_save(getattr(tape, f.attname), connection) for f in fields]
+    until = Tape._meta.get_field("indexing_until").get_db_prep_save(timezone.now() + LEASE, connection)
     # In a batch's transaction this UPDATE comes first: it locks the row until the batch commits,
-    # so nobody can take the tape over halfway through a batch.
-    saved = Tape.objects.filter(pk=tape.pk, indexer=lease).update(
-        indexing_until=timezone.now() + LEASE, **values
-    )
+    # so nobody can take the tape over halfway through a batch. One plain statement: the ORM's
+    # update() of these forty fields cost more than the batch's rows on PostgreSQL.
+    with connection.cursor() as cursor:
+        cursor.execute(_update_statement(), [*values, until, tape.pk, lease])
+        saved = cursor.rowcount
     if not saved:
         raise LeaseLost(tape.key)
+
+
+@cache
+def _update_statement() -> str:
+    quote = connection.ops.quote_name
+    sets = ", ".join(
+        f"{quote(f.column)} = %s" for f in [*indexer_fields(), Tape._meta.get_field("indexing_until")]
+    )
+    where = f"{quote(Tape._meta.pk.column)} = %s AND {quote(Tape._meta.get_field('indexer').column)} = %s"
+    return f"UPDATE {quote(Tape._meta.db_table)} SET {sets} WHERE {where}"
 
 
 def release(tape: Tape, lease: str) -> None:

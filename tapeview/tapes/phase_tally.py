@@ -14,6 +14,7 @@ import orjson
 
 from tapeview.sources import Entry, reader
 
+from . import bulk
 from .models import Anchor, Tape
 
 STATS = (
@@ -38,22 +39,64 @@ ERROR_SCAN_BYTES = 64 * 1024
 MODEL_EVENTS = ("run", "loop.start", "model_switch")
 
 
+class AnchorRow:
+    """An Anchor row as the indexer gathers it: its fields, without a model instance's cost (thousands
+    a tape); written as plain rows by tapes.bulk."""
+
+    __slots__ = bulk.ANCHOR_FIELDS
+
+    def __init__(
+        self,
+        pos: int,
+        name: str = "",
+        date: datetime | None = None,
+        phase: bool = True,
+        state: str = "",
+        *,
+        entries: int = 0,
+        phase_index: int | None = None,
+        end_pos: int | None = None,
+        started_at: datetime | None = None,
+        ended_at: datetime | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        tool_calls: int = 0,
+        errors: int = 0,
+        model: str = "",
+        roles: dict | None = None,
+    ) -> None:
+        self.pos, self.name, self.date, self.phase, self.state = pos, name, date, phase, state
+        self.entries, self.phase_index, self.end_pos = entries, phase_index, end_pos
+        self.started_at, self.ended_at = started_at, ended_at
+        self.prompt_tokens, self.completion_tokens, self.cached_tokens = (
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+        )
+        self.tool_calls, self.errors, self.model = tool_calls, errors, model
+        self.roles = {} if roles is None else roles
+
+
 class PhaseTally:
     """The phase being indexed and the phase anchors new in this batch, for one indexing run."""
 
     def __init__(self, tape: Tape) -> None:
         self.tape = tape
-        self.current: Anchor | None = None
+        self.current: AnchorRow | None = None
         self.stored = False  # the current phase's row is already in the database
         self.touched = False  # ... and has counted entries since it was last written
-        self.ended: list[Anchor] = []  # stored phases that ended in this batch, to be written
+        self.ended: list[AnchorRow] = []  # stored phases that ended in this batch, to be written
         if tape.phase_anchor_pos is not None:
-            self.current = Anchor.objects.filter(tape=tape, pos=tape.phase_anchor_pos).first()
+            found = Anchor.objects.filter(tape=tape, pos=tape.phase_anchor_pos).values(*AnchorRow.__slots__)
+            self.current = next((AnchorRow(**values) for values in found[:1]), None)
             self.stored = self.current is not None
         elif tape.lead_phase:
-            self.current = lead_from_dict(tape, tape.lead_phase)
+            self.current = _filled(
+                AnchorRow(tape.lead_phase.get("start_pos") or 1, phase_index=0), tape.lead_phase
+            )
 
-    def add(self, e: Entry, anchor: Anchor | None) -> None:
+    def add(self, e: Entry, anchor: AnchorRow | None) -> None:
         """Count one entry (or unreadable line); `anchor` is the row made for it, if it is an anchor."""
         tape = self.tape
         if anchor is not None and anchor.phase:
@@ -62,7 +105,7 @@ class PhaseTally:
             anchor.phase_index = tape.phase_count
             self.current, self.stored = anchor, False
         elif self.current is None:
-            self.current = Anchor(tape=tape, pos=e.pos, phase_index=0)  # the span before any anchor
+            self.current = AnchorRow(e.pos, phase_index=0)  # the span before any anchor
         phase = self.current
         phase.end_pos = e.pos
         self.touched = True
@@ -121,14 +164,12 @@ class PhaseTally:
         if self.current is not None and self.current.phase_index == 0:
             self.tape.lead_phase = lead_to_dict(self.current)
 
-    def write(self, fresh: list[Anchor]) -> None:
+    def write(self, fresh: list[AnchorRow]) -> None:
         """After the batch's new anchors are inserted (`fresh`): the stored phases it went on with."""
         phase = self.current
         if phase is not None and self.stored and self.touched and phase.phase_index:
             self.ended.append(phase)
-        for ended in self.ended:
-            values = {name: getattr(ended, name) for name in STATS}
-            Anchor.objects.filter(tape=self.tape, pos=ended.pos).update(**values)
+        bulk.update_phases(self.tape.pk, self.ended, STATS)
         self.ended = []
         if phase is not None and any(a is phase for a in fresh):
             self.stored = True
@@ -164,7 +205,7 @@ def says_overflow(payload: Any) -> bool:
     return any(word in text for word in OVERFLOW_WORDS)
 
 
-def lead_to_dict(phase: Anchor) -> dict:
+def lead_to_dict(phase: Anchor | AnchorRow) -> dict:
     data: dict[str, Any] = {"start_pos": phase.pos}
     for name in STATS:
         value = getattr(phase, name)
@@ -174,7 +215,10 @@ def lead_to_dict(phase: Anchor) -> dict:
 
 def lead_from_dict(tape: Tape, data: dict) -> Anchor:
     """The span before the first anchor as an (unsaved) Anchor, from its dict on the Tape."""
-    phase = Anchor(tape=tape, pos=data.get("start_pos") or 1, phase_index=0)
+    return _filled(Anchor(tape=tape, pos=data.get("start_pos") or 1, phase_index=0), data)
+
+
+def _filled(phase: Any, data: dict) -> Any:
     for name in STATS:
         if name in data and data[name] is not None:
             value = data[name]
