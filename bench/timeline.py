@@ -6,14 +6,21 @@ Indexes the folder's Bub tape(s) once into a throwaway database (SQLite, or Post
 TAPEVIEW_DATABASE_URL names a server: `.ci/postgres_server.py -- python bench/timeline.py`), then
 prints, for `/tapes/<key>/?at=<entries // 2>`, the median of `--runs` requests after a warm-up,
 the queries per request, and how the time splits between SQL and everything else (rendering);
-then the same with nothing kept in the cache ("cold": the first reader after the tape changed).
+then the same with nothing the page keeps in the cache ("cold"); then the first draw after an
+append of 100 entries ("after append": 100 real-looking entries written to the tape, the index
+refreshed, the page drawn once; `--runs` times), what a reader of a live tape mostly gets. The
+tapes are indexed from a copy in a temporary folder (the appends never touch `--tape-dir`).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,9 +47,11 @@ class SqlClock:
             self.queries += 1
 
 
-# What the timeline page keeps until the tape changes (tapes.pictures.state_key's kinds); the strip
-# and the sparkline were kept before it, and the rest of the cache (the sources' last scan) stays.
-KEPT = ("timeline", "cards", "budget", "phase-table", "phase-bars-svg", "has-memory")
+# What the timeline page keeps (tapes.pictures.state_key's kinds, and prefix_key's that an append
+# leaves: the cards, the turns before the page); the strip and the sparkline were kept before it,
+# and the rest of the cache (the sources' last scan) stays. The "appended" rows drop nothing.
+KEPT = ("timeline", "cards", "turn-before", "budget", "phase-table", "phase-bars-svg", "has-memory")
+APPENDED = 100  # entries a round of the "after append" rows writes
 
 
 def forget_kept(cache) -> None:
@@ -79,12 +88,70 @@ def measure(client, url: str, headers: dict, runs: int, cold: bool = False) -> d
     }
 
 
+class Appender:
+    """Writes the next entries of the tape as Bub appends them (ids going on from the tape's last)."""
+
+    def __init__(self, tape) -> None:
+        from datetime import UTC, datetime
+
+        from tapeview.demodata.bub import bub_line, bub_turns
+
+        start = datetime.now(UTC).replace(microsecond=0)
+        turns = bub_turns(random.Random("appended"), (tape.last_id or 0) + 1, start, handoff_every=10_000)
+        self.lines = (bub_line(entry) for entry in turns)
+        self.path = Path(tape.path)
+
+    def append(self, n: int) -> None:
+        with self.path.open("a", encoding="utf-8", newline="\n") as f:
+            f.write("".join(itertools.islice(self.lines, n)))
+
+
+def after_appends(client, tape, url: str, headers: dict, runs: int) -> dict:
+    """The first draw after each of `runs` appends of APPENDED entries (the index refreshed first)."""
+    from django.db import connection
+
+    from tapeview.tapes import index
+
+    appender = Appender(tape)
+    response = client.get(url, **headers)  # drawn before the first append
+    walls, sqls, counts = [], [], []
+    for _ in range(runs):
+        appender.append(APPENDED)
+        index.refresh(tape)
+        clock = SqlClock()
+        with connection.execute_wrapper(clock):
+            seconds, response = timed(lambda: client.get(url, **headers))
+        assert response.status_code == 200
+        walls.append(seconds * 1000)
+        sqls.append(clock.seconds * 1000)
+        counts.append(clock.queries)
+    return {
+        "ms": statistics.median(walls),
+        "sql_ms": statistics.median(sqls),
+        "queries": max(counts),
+        "kb": len(response.content) / 1024,
+    }
+
+
+def copied(folder: Path) -> Path:
+    """The folder's tapes copied to a temporary folder (removed at exit), for appending to."""
+    import atexit
+
+    copy = Path(tempfile.mkdtemp(prefix="tapeview-bench-tapes-"))
+    atexit.register(shutil.rmtree, copy, ignore_errors=True)
+    for tape in folder.glob("*.jsonl"):
+        shutil.copyfile(tape, copy / tape.name)
+    return copy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tape-dir", type=Path, default=HERE / "out" / "corpus-0.05" / "big")
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--rounds", type=int, default=1, help="measure both pages this many times")
-    parser.add_argument("--profile", choices=("warm", "cold"), help="print a cProfile of the full page")
+    parser.add_argument(
+        "--profile", choices=("warm", "cold", "appended"), help="print a cProfile of the full page"
+    )
     parser.add_argument("--htmx", action="store_true", help="profile the htmx fragment instead")
     parser.add_argument("--sort", default="cumulative", help="the profile's order")
     parser.add_argument("--sql", action="store_true", help="print the SQL of one full page")
@@ -96,10 +163,11 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     from tapeview.sources import parse_sources
-    from tapeview.tapes import discovery
+    from tapeview.tapes import discovery, index
     from tapeview.tapes.models import Tape
 
-    index_s, _ = timed(lambda: discovery.sync(parse_sources([f"bench=bub:{args.tape_dir.resolve()}"])))
+    folder = copied(args.tape_dir.resolve())
+    index_s, _ = timed(lambda: discovery.sync(parse_sources([f"bench=bub:{folder}"])))
     tape = Tape.objects.filter(source="bench").order_by("-next_pos").first()
     assert tape is not None, f"no Bub tape in {args.tape_dir}"
     n = tape.entries
@@ -120,6 +188,13 @@ def main() -> None:
                 f"{name:<14} {m['ms']:7.1f} ms p50 of {args.runs}  sql {m['sql_ms']:6.1f} ms  "
                 f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB"
             )
+        for name, headers in (("full, appended", {}), ("htmx, appended", HTMX)):
+            tape.refresh_from_db()
+            m = after_appends(client, tape, url, headers, args.runs)
+            print(
+                f"{name:<14} {m['ms']:7.1f} ms p50 of {args.runs}  sql {m['sql_ms']:6.1f} ms  "
+                f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB"
+            )
 
     if args.sql:
         with CaptureQueriesContext(connection) as asked:
@@ -134,10 +209,17 @@ def main() -> None:
         from django.core.cache import cache
 
         headers = HTMX if args.htmx else {}
+        tape.refresh_from_db()
+        appender = Appender(tape)
 
         def request() -> None:
             if args.profile == "cold":
                 forget_kept(cache)
+            if args.profile == "appended":
+                appender.append(APPENDED)
+                profile.disable()  # the index's refresh is not the page's
+                index.refresh(tape)
+                profile.enable()
             client.get(url, **headers)
 
         profile.runcall(lambda: [request() for _ in range(10)])

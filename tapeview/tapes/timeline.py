@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tapeview.sources import Entry, TapeNotFound, reader
 
-from . import filecopy
+from . import filecopy, pictures
 from . import rows as index_rows
 from .blocks import Block, Item, arrange
 from .models import Tape
@@ -160,7 +160,11 @@ def page(tape: Tape, only: str = "", **where) -> Page:
     if only or first is None:
         blocks = [Block("item", item) for item in items]
     else:
-        blocks = arrange(items, *_turn_before(index, first))
+        # Counted over every row before the page: kept across appends, which leave those alone.
+        turns = pictures.prefix_cached(
+            "turn-before", tape, lambda: _turn_before(index, first), (first,), _generation(index)
+        )
+        blocks = arrange(items, *turns)
     return Page(
         items,
         first,
@@ -172,6 +176,13 @@ def page(tape: Tape, only: str = "", **where) -> Page:
         blocks,
         index,
     )
+
+
+def _generation(index: Rows) -> int | None:
+    """pictures.generation as this page's snapshot of the index read it: the first of the chunk
+    summaries it read at once (no query of its own, and the same index its answers come from)."""
+    summaries = getattr(index, "seen", ([], {}))[0]  # rows.Snapshot's summaries, once read
+    return summaries[0].id if summaries else None
 
 
 def _turn_before(index: Rows, pos: int) -> tuple[int, bool]:

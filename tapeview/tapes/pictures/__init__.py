@@ -14,7 +14,10 @@ from .tallies import (
     Marks,
     activity,
     cached,
+    generation,
     marks,
+    prefix_cached,
+    prefix_key,
     state_key,
 )
 
@@ -29,8 +32,11 @@ __all__ = [
     "activity",
     "cached",
     "cache_hit_rate",
+    "generation",
     "marks",
     "phase_bars",
+    "prefix_cached",
+    "prefix_key",
     "span_words",
     "sparkline",
     "state_key",

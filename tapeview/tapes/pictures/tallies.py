@@ -1,6 +1,7 @@
 """The numbers behind a tape's pictures, each counted over the packed index in a fixed number of
 buckets: a tape of a million entries costs array arithmetic over its chunks and a few hundred
-numbers, never a row per entry. Kept in the cache until the tape's index changes."""
+numbers, never a row per entry. Kept in the cache until the tape's index changes; what an append
+leaves alone (the marks of the rows indexed before) is kept across appends, until a reset."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 from django.core.cache import cache
 
 from .. import rows
-from ..models import Tape
+from ..models import EntryChunk, Tape
 from ..packing import ERROR, NO_DATE, micros
 from ..rows import Match
 
@@ -64,6 +65,40 @@ def state_key(kind: str, tape: Tape, also: tuple = ()) -> str:
     # Hashed: `also` may hold any text (a model's name), and a cache key must stay short and plain.
     digest = hashlib.blake2b(repr(state).encode(), digest_size=16).hexdigest()
     return f"tapeview:pictures:{kind}:{tape.pk}:{digest}"
+
+
+def generation(tape: Tape) -> int | None:
+    """Which index of the tape this is: the id of its first chunk. A reset deletes every chunk and
+    ids are never used twice (AUTOINCREMENT, sequences), so it changes with every reset or
+    replacement of the file, never with an append (the indexer grows the last chunk, or adds one)."""
+    return EntryChunk.objects.filter(tape=tape).order_by("first_pos").values_list("pk", flat=True).first()
+
+
+def prefix_key(kind: str, tape: Tape, gen: int | None, also: tuple = ()) -> str:
+    """A cache key for something of this tape that depends only on rows indexed already (rows
+    before a position, an entry's card): it holds across appends, and a reset (another `gen`) or
+    another file at the path (`tape.path`, device, inode) lets it go."""
+    state = (tape.key, tape.path, tape.device, tape.inode, tape.kind, gen, also)
+    digest = hashlib.blake2b(repr(state).encode(), digest_size=16).hexdigest()
+    return f"tapeview:pictures:{kind}:{tape.pk}:{digest}"
+
+
+def prefix_cached(kind: str, tape: Tape, compute, also: tuple = (), gen: int | None = None):
+    """What `compute` gives from the rows of this tape indexed already (never from where it ends):
+    kept across appends, until the tape is reset (see generation). `gen`: the generation of the
+    snapshot of the index `compute` reads (else asked, and asked again after: a reset meanwhile
+    keeps nothing)."""
+    asked = gen is None
+    gen = generation(tape) if asked else gen
+    if gen is None:
+        return compute()
+    key = prefix_key(kind, tape, gen, also)
+    found = cache.get(key)
+    if found is None:
+        found = compute()
+        if not asked or generation(tape) == gen:
+            cache.set(key, found, CACHE_SECONDS)
+    return found
 
 
 def cached(kind: str, tape: Tape, compute, also: tuple = ()):
@@ -123,22 +158,82 @@ def _marks(tape: Tape, buckets: int) -> Marks:
     buckets = min(buckets, positions)
     if buckets == 0:
         return Marks((), 0, 0)
-    groups: dict[tuple[str, int], list] = {}  # (what, bucket) -> [count, first, last, least name]
-    marked = rows.of(tape).any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
+    pos, what, name, names = _marked(tape)
+    if not len(pos):
+        return Marks((), buckets, positions)
+    bucket = np.clip(_position_bucket(pos, positions, buckets), 0, buckets - 1)
+    # The least name of a group, as min() of the names would say: by each name's rank among them.
+    ranked = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[ranked] = np.arange(len(ranked))
+    found = []
+    for code, w in enumerate(MARKS):
+        # In file order, so each bucket's rows of one kind of mark are a run of their own.
+        mine = what == code
+        b, p, r = bucket[mine], pos[mine], rank[name[mine]]
+        if not len(b):
+            continue
+        starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+        ends = np.r_[starts[1:], len(b)] - 1
+        runs = zip(
+            b[starts].tolist(),
+            (ends - starts + 1).tolist(),
+            p[starts].tolist(),
+            p[ends].tolist(),
+            np.minimum.reduceat(r, starts).tolist(),
+            strict=True,
+        )
+        found += [Mark(w, k, n, first, last, names[ranked[least]]) for k, n, first, last, least in runs]
+    return Marks(tuple(found), buckets, positions)
+
+
+Marked = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]  # pos, what (MARKS), name, the names
+
+
+def _marked(tape: Tape) -> Marked:
+    """Every anchor, error and tool call of the tape: its position, what it is (an index of MARKS),
+    its name (an index of the names). The rows indexed before are kept across appends, until a
+    reset: after an append only the chunks past them are read, not a million rows again.
+
+    The first reading (one query) keeps them without knowing the index's generation; the next one
+    learns it (reading them all again) and from then on reads only what was appended."""
+    empty: Marked = (np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int32), [])
+    key = prefix_key("marked", tape, None)
+    kept = cache.get(key)
+    if kept is None:
+        through, found = _read_marked(tape, 0, empty)
+        cache.set(key, (None, through, found), CACHE_SECONDS)
+        return found
+    gen = generation(tape)
+    if gen is None:
+        return empty
+    if kept[0] != gen:  # not learnt yet, or reset since
+        kept = (gen, 0, empty)
+    through, found = _read_marked(tape, kept[1], kept[2])
+    if (gen, through) != kept[:2] and generation(tape) == gen:  # no reset while they were read
+        cache.set(key, (gen, through, found), CACHE_SECONDS)
+    return found
+
+
+def _read_marked(tape: Tape, through: int, kept: Marked) -> tuple[int, Marked]:
+    """The marked rows past `through` added to those `kept`; through where they are read now."""
+    pos, what, name, names = kept
+    codes = {n: i for i, n in enumerate(names)}
+    parts = [(pos, what, name)]
+    marked = rows.of(tape).starting(through + 1)
+    marked = marked.any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
     for chunk, picked in marked.chunks():
         c = chunk.columns
-        kinds = np.array(chunk.kinds, dtype=object)[c["kind"][picked]]
-        names = np.array(chunk.names, dtype=object)[c["name"][picked]]
+        anchor = np.array([k == "anchor" for k in chunk.kinds], dtype=bool)[c["kind"][picked]]
         errors = (c["flags"][picked] & ERROR) != 0
-        what = np.where(errors, "error", np.where(kinds == "anchor", "anchor", "call"))
-        bucket = np.clip(_position_bucket(c["pos"][picked], positions, buckets), 0, buckets - 1)
-        for w, b, pos, name in zip(
-            what.tolist(), bucket.tolist(), c["pos"][picked].tolist(), names, strict=True
-        ):
-            group = groups.setdefault((w, b), [0, pos, pos, name])
-            group[0] += 1
-            group[2] = pos
-            group[3] = min(group[3], name)
-    found = [Mark(w, b, n, first, last, name or "") for (w, b), (n, first, last, name) in groups.items()]
-    found.sort(key=lambda m: (MARKS.index(m.what), m.bucket))
-    return Marks(tuple(found), buckets, positions)
+        what_ = np.where(
+            errors, MARKS.index("error"), np.where(anchor, MARKS.index("anchor"), MARKS.index("call"))
+        )
+        mapping = np.array([codes.setdefault(n, len(codes)) for n in chunk.names], dtype=np.int32)
+        parts.append((c["pos"][picked].astype(np.int64), what_.astype(np.int8), mapping[c["name"][picked]]))
+        # The rows up to the chunk's last stay as they are: an append only adds rows after them.
+        through = max(through, int(c["pos"][-1]))
+    if len(parts) == 1:
+        return through, kept
+    names = sorted(codes, key=codes.__getitem__)
+    return through, (*(np.concatenate([p[i] for p in parts]) for i in range(3)), names)

@@ -1,4 +1,4 @@
-"""The timeline's entry cards drawn once per state of the tape's index: `{% load cards %}`."""
+"""The timeline's entry cards, each drawn once for what it is drawn from: `{% load cards %}`."""
 
 from __future__ import annotations
 
@@ -14,32 +14,16 @@ CARD_TEMPLATE = "tapes/_entry_card.html"
 
 @register.simple_tag(takes_context=True)
 def entry_html(context: template.Context, item: Any, entry: Any) -> str:
-    """The card of one timeline entry (`tapes/_entry_card.html`), taken from the page's cards drawn
-    before (`cards` in the context: views.cards.Cards) when they hold one that looks the same."""
+    """The card of one timeline entry (`tapes/_entry_card.html`), taken from the cards drawn before
+    (`cards` in the context: views.cards.Cards) when one was drawn from the same entry, pairs and
+    place on the page."""
     cards = context.get("cards")
-    card = _card_key(context, item, entry) if cards is not None and item is not None else None
-    if card is not None:
-        found = cards.get(card)
+    key = cards.key(item) if cards is not None and item is not None else None
+    if key is not None:
+        found = cards.get(key)
         if found is not None:
             return mark_safe(found)
     html = context.template.engine.get_template(CARD_TEMPLATE).render(context)
-    if card is not None:
-        cards.put(card, str(html))
+    if key is not None:
+        cards.put(key, str(html))
     return mark_safe(html)
-
-
-def _card_key(context: template.Context, item: Any, entry: Any) -> tuple:
-    """What a card shows besides the tape's index (the page's cards are of one state of it): how its
-    entry sits on this page, its calls and results paired, whether it is the entry jumped to."""
-    pairs = tuple((p["call"] is None, p["result"] is None) for p in item.calls or item.results)
-    return (
-        entry.pos,
-        item.folded,
-        item.call_pos,
-        item.result_pos,
-        item.boundary,
-        pairs,
-        context.get("jump") == entry.pos,
-        context.get("only") or "",
-        (context.get("segment_ends") or {}).get(entry.pos),
-    )

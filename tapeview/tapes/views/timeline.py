@@ -52,8 +52,9 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         page, worked = _timeline(tape, where, jump)
     except TapeNotFound as gone:
         raise Http404(gone.detail) from None
+    place = (sorted(where.items()), jump)
     ctx = {
-        **_entries(tape, page, jump, only, worked["segment_ends"]),
+        **_entries(tape, page, place, jump, only, worked["segment_ends"], _timeline_key(tape, place)),
         "jump_at": form.cleaned_data.get("at"),
         "jump_time": when,
         "time_missed": when is not None and jump is None,  # the tape ends before that moment
@@ -98,7 +99,7 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
     except TapeNotFound as gone:
         raise Http404(gone.detail) from None
     ctx = {
-        **_entries(tape, page, None, ""),
+        **_entries(tape, page, ("after", after), None, ""),
         "after": page.last_pos or after,
         # A shorter file was replaced or cut: positions may name other entries now; stop following.
         "replaced": seen is not None and tape.size < seen,
@@ -111,7 +112,7 @@ def _timeline(tape: Tape, where: dict, jump: int | None) -> tuple[timeline.Page,
     errors around it), kept until the tape's index changes: a page asked again reads nothing.
 
     The page kept has no snapshot of the index (`index`): the page read now has one."""
-    key = pictures.state_key("timeline", tape, (sorted(where.items()), jump))
+    key = _timeline_key(tape, (sorted(where.items()), jump))
     found = cache.get(key)
     if found is not None:
         return found
@@ -124,6 +125,10 @@ def _timeline(tape: Tape, where: dict, jump: int | None) -> tuple[timeline.Page,
     }
     cache.set(key, (replace(page, index=None), worked), KEPT_SECONDS)
     return page, worked
+
+
+def _timeline_key(tape: Tape, place: tuple) -> str:
+    return pictures.state_key("timeline", tape, place)
 
 
 def _error_steps(tape: Tape, page: timeline.Page, jump: int | None) -> tuple[int | None, int | None] | None:
@@ -140,9 +145,16 @@ def _error_after(tape: Tape, page: timeline.Page) -> int | None:
 
 
 def _entries(
-    tape: Tape, page: timeline.Page, jump: int | None, only: str, segment_ends: dict | None = None
+    tape: Tape,
+    page: timeline.Page,
+    place: tuple,
+    jump: int | None,
+    only: str,
+    segment_ends: dict | None = None,
+    state: str | None = None,
 ) -> dict:
-    """What the templates of entries need besides the page."""
+    """What the templates of entries need besides the page; `place` is where the page was asked
+    for (its cards are kept by it), `state` names the page as drawn from this state of the index."""
     if segment_ends is None:
         anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
         segment_ends = timeline.anchor_ends(tape, anchors, page.index)
@@ -154,7 +166,7 @@ def _entries(
         "only": only,
         "segment_ends": segment_ends,
         "urls": urls,
-        "cards": Cards(tape, page, only, urls["timeline"]),
+        "cards": Cards(tape, place, jump, only, segment_ends, urls, state),
     }
 
 
