@@ -71,6 +71,7 @@ class Where:
         self.conditions: list[str] = []
         self.params: list[object] = []
         self.tapes: list[tuple[bool, list[int], bool]] = []  # (keep, tape ids, redundant): see of_tapes
+        self.between: tuple[str, str] = ("", "")  # the dates of `dates` as text, "" where open
 
     def add(self, condition: str, *params: object) -> None:
         self.conditions.append(condition)
@@ -89,6 +90,7 @@ class Where:
         where = Where()
         where.first, where.last, where.tags = self.first, self.last, self.tags
         where.conditions, where.params, where.tapes = self.conditions, self.params, self.tapes
+        where.between = self.between
         where.span(first, last)
         return where
 
@@ -128,6 +130,7 @@ class Where:
         if until:
             end = until + (timedelta(microseconds=1) if isinstance(until, datetime) else timedelta(days=1))
             self.add("date <> '' AND date < %s", _moment(end))
+        self.between = (_moment(since) if since else "", _moment(end) if until else "")
 
     @property
     def sql(self) -> str:
