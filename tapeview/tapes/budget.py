@@ -9,10 +9,11 @@ and counts at most CAP_CHARS characters: past those it is a lower bound, marked 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from django.conf import settings
+from django.core.cache import cache
 
 from tapeview.sources import Entry, reader
 from tapeview.sources.model import ContextMessage, content_text
@@ -28,6 +29,7 @@ CAP_BYTES = 4 * 1024 * 1024
 TURN_EVENTS = ("loop.start", "run")
 CAP_CHARS = 2_000_000
 MESSAGE_OVERHEAD = 3  # tokens a chat message costs besides its text (OpenAI's counting guide)
+TURNS_SECONDS = 600  # how long the turn starts and reports read are kept (_turns)
 
 
 @dataclass
@@ -107,7 +109,7 @@ def _measure(tape: Tape, index: Rows | None) -> Budget:
         budget.encoding, budget.capped = estimate.encoding, capped or estimate.capped
     elif suggest:
         # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
-        entries, _ = _tail(tape, start, names=TURN_EVENTS, index=index)
+        entries = _turns(tape, start, index)
     if suggest and budget.window:
         end = (index or index_rows.of(tape)).last_pos()
         points = turn_boundaries(entries, estimate, budget.tokens_since_anchor, end or 0)
@@ -138,6 +140,46 @@ def _tail(
     # An entry too big to parse is not counted: the estimate is a lower bound then.
     whole = [e for e in entries if not e.truncated]
     return whole, capped or len(whole) < len(entries)
+
+
+def _turns(tape: Tape, start: int, index: Rows | None) -> list[Entry]:
+    """What `_tail(tape, start, TURN_EVENTS)` gives, kept across appends: the turn starts and
+    reports read before (without their payloads) are kept by the tape's index generation
+    (pictures.generation), and only the rows past them are read."""
+    gen = pictures.generation(tape)
+    if gen is None:
+        return _tail(tape, start, names=TURN_EVENTS, index=index)[0]
+    key = pictures.prefix_key("budget-turns", tape, gen, (start, TURN_EVENTS, CAP_ROWS, CAP_BYTES))
+    # The last position read, and (pos, length, entry) of the newest rows read, at most CAP_ROWS;
+    # the entry is None for one too big to parse.
+    last, seen = cache.get(key) or (start, [])
+    rows = (index or index_rows.of(tape)).after(last).where(kinds=("event",), names=TURN_EVENTS)
+    new = rows.tail(CAP_ROWS + 1)
+    wanted, size = 0, 0  # the newest of them that the caps may keep
+    for row in reversed(new[-CAP_ROWS:]):
+        size += row.length
+        if size > CAP_BYTES:
+            break
+        wanted += 1
+    if wanted < len(new):
+        seen = []  # older rows than those left unread: never kept again
+    read = new[len(new) - wanted :]
+    entries = {e.pos: e for e in timeline.read_rows(tape, read)}
+    seen = [*seen, *((r.pos, r.length, _slim(entries.get(r.pos))) for r in read)][-CAP_ROWS:]
+    if new and pictures.generation(tape) == gen:
+        cache.set(key, (new[-1].pos, seen), TURNS_SECONDS)
+    kept, size = [], 0
+    for _pos, length, e in reversed(seen):
+        size += length
+        if size > CAP_BYTES:
+            break
+        kept.append(e)
+    return [e for e in reversed(kept) if e is not None]
+
+
+def _slim(e: Entry | None) -> Entry | None:
+    """What turn_boundaries reads of an entry (no payload); None for one too big to parse."""
+    return None if e is None or e.truncated else replace(e, payload=None, meta={})
 
 
 class Estimate:

@@ -223,3 +223,38 @@ def test_an_estimate_reads_only_the_newest_entries_and_says_so(reader, served, m
     capped = reader.get(f"/api/tapes/{k}/budget").json()
     assert whole["capped"] is False and capped["capped"] is True
     assert 0 < capped["tokens_since_anchor"] < whole["tokens_since_anchor"]
+
+
+@pytest.mark.parametrize("cap_rows", [2_000, 3])
+def test_the_suggested_handoff_read_before_an_append_goes_on_from_it(
+    reader, served, settings, monkeypatch, cap_rows
+) -> None:
+    """The turn starts and reports read before are kept (budget._turns): after each append, and after
+    the file is replaced, the suggestion is what a budget worked out from nothing says."""
+    from django.core.cache import cache
+
+    from tapeview.tapes import budget
+
+    monkeypatch.setattr(budget, "CAP_ROWS", cap_rows)
+    settings.TAPEVIEW_MODEL_WINDOWS = {"openai:gpt-4o": 9000}
+    path = served["samples"] / "appended.jsonl"
+    prompts = [1000, 2000, 4000, 4400, 4600, 5200, 6000]
+    k = write_tape(served["samples"], "appended", turns(prompts[:2]))
+    url = f"/api/tapes/{k}/budget"
+    seen = []
+    for n in range(3, len(prompts) + 1):
+        lines = turns(prompts[:n])
+        with path.open("a") as f:  # the new turn's lines only, as the agent appends them
+            f.write("".join(json.dumps(x) + "\n" for x in lines[len(turns(prompts[: n - 1])) :]))
+        kept = reader.get(url).json()
+        cache.clear()
+        assert kept == reader.get(url).json()
+        seen.append(kept["suggested_handoff_pos"])
+    starts = [i for i, x in enumerate(lines, 1) if x["payload"].get("name") == "loop.start"]
+    # The last boundary within half the window (4,500): after the turn of 4,400 tokens.
+    assert seen[-1] == (starts[4] - 1 if cap_rows > 3 else None)
+    reader.get(url)  # kept again, then the file is replaced by a shorter one
+    path.write_text("".join(json.dumps(x) + "\n" for x in turns([3000, 3500, 8000])))
+    replaced = reader.get(url).json()
+    cache.clear()
+    assert replaced == reader.get(url).json() and replaced["tokens_since_anchor"] == 8000
