@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from tapeview.tapes.models import db_text
+
 from .kinds import VersionChoice, kind_of
 from .models import MemoryStore, Revision
 from .signals import store_changed
@@ -38,7 +40,8 @@ def remember(store: MemoryStore, version: str, text: str, origin: str, snap: Sna
         store_changed.send(sender=MemoryStore, store=store, snapshot=snap or Snapshot(version, text))
     try:
         with transaction.atomic():
-            Revision.objects.create(store=store, version=version, text=text, origin=origin)
+            # A NUL (a damaged file) is kept as U+FFFD: PostgreSQL's text cannot hold it.
+            Revision.objects.create(store=store, version=version, text=db_text(text), origin=origin)
     except IntegrityError:
         pass  # this version is kept already
 

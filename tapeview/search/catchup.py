@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 
 from tapeview.sources import Entry, TapeNotFound, reader
 from tapeview.tapes import discovery
-from tapeview.tapes.models import Tape
+from tapeview.tapes.models import Tape, db_text
 
 from . import backends
 from .docs import LAST_POS, SHIFT, date_text, fetch, tags, tape_span
@@ -193,20 +193,28 @@ def entry_rows(backend: Engine, tape: Tape, entries: Iterable[Entry]) -> list[tu
         row(
             tape_id << SHIFT | e.pos,
             _searchable(tape_id, e),
-            tags(source, e.kind, e.name),
+            tags(source, kind, name),
             "entry",
             tape_id,
             e.pos,
             None,
             "",
             source,
-            e.kind,
-            e.name[:200],
+            kind,
+            name[:200],
             date_text(e.date),
         )
         for e in entries
         if e.pos <= LAST_POS
+        for kind, name in [_plain(e.kind, e.name)]
     ]
+
+
+def _plain(kind: str, name: str) -> tuple[str, str]:
+    """An entry's kind and name as the database keeps them (tapes.models.db_text)."""
+    if "\x00" in kind or "\x00" in name:
+        return db_text(kind), db_text(name)
+    return kind, name
 
 
 def _searchable(tape_id: int, entry: Entry) -> str:

@@ -28,7 +28,7 @@ _TOKEN = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
 _TERM = re.compile(r'"([^"]*)"?|(\S+)')
 _PUNCT = re.compile(f"([{CJK}]|[^\\w\\s]|_)")
 _SPACE = re.compile(r"\s")
-_MARKERS = re.compile("[\x01-\x03]")
+_MARKERS = re.compile("[\x00-\x03]")  # and U+0000, which PostgreSQL's text cannot hold
 # Keys whose values are ids, types or times: noise in a text index.
 SKIP_KEYS = frozenset(
     {
@@ -61,9 +61,9 @@ def spaced_cjk(text: str, sep: str = " ") -> str:
 
 
 def clean(text: str) -> str:
-    """Text without the control characters that serve as markers here."""
-    # Three substring tests cost far less than a regex pass over every entry's text (see bench/).
-    if MARK in text or START in text or STOP in text:
+    """Text without the control characters that serve as markers here, nor U+0000."""
+    # Substring tests cost far less than a regex pass over every entry's text (see bench/).
+    if MARK in text or START in text or STOP in text or "\x00" in text:
         return _MARKERS.sub(" ", text)
     return text
 

@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
 
-from .models import Anchor, EntryChunk, Tape
+from .models import Anchor, EntryChunk, Tape, db_text
 from .packing import CHUNK, Batch, Chunk, decode
 
 if TYPE_CHECKING:
@@ -197,10 +197,10 @@ def _anchor_row(tape_id: int, r: AnchorRow, when: Callable[[datetime], object]) 
     return (
         tape_id,
         r.pos,
-        r.name,
+        db_text(r.name),
         None if r.date is None else when(r.date),
         r.phase,
-        r.state,
+        db_text(r.state),
         r.entries,
         r.phase_index,
         r.end_pos,
@@ -211,8 +211,8 @@ def _anchor_row(tape_id: int, r: AnchorRow, when: Callable[[datetime], object]) 
         r.cached_tokens,
         r.tool_calls,
         r.errors,
-        r.model,
-        json.dumps(r.roles),
+        db_text(r.model),
+        _roles(r.roles),
     )
 
 
@@ -225,9 +225,14 @@ def _anchor_values(row: AnchorRow, names: tuple[str, ...]) -> list[object]:
         if isinstance(value, datetime):
             value = when(value)
         elif name == "roles":
-            value = json.dumps(value)  # as JSONField does (no encoder); jsonb parses it on PostgreSQL
-        values.append(value)
+            value = _roles(value)
+        values.append(db_text(value))
     return values
+
+
+def _roles(roles: dict) -> str:
+    """As JSONField writes it (no encoder); jsonb parses it on PostgreSQL, and refuses U+0000."""
+    return json.dumps({db_text(role): n for role, n in roles.items()})
 
 
 def _db_datetime() -> Callable[[datetime], object]:

@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Field, Q
 from django.utils import timezone
 
-from .models import Tape
+from .models import Tape, db_text
 
 # Renewed with every batch written, so only a crashed (or stalled) indexer lets it run out.
 LEASE = timedelta(seconds=30)
@@ -53,7 +53,7 @@ def indexer_fields() -> list[Field]:
 def save(tape: Tape, lease: str) -> None:
     """Write the indexer's fields of the tape and renew the lease, if the lease is still ours."""
     fields = indexer_fields()
-    values = [f.get_db_prep_save(getattr(tape, f.attname), connection) for f in fields]
+    values = [f.get_db_prep_save(db_text(getattr(tape, f.attname)), connection) for f in fields]
     until = Tape._meta.get_field("indexing_until").get_db_prep_save(timezone.now() + LEASE, connection)
     # In a batch's transaction this UPDATE comes first: it locks the row until the batch commits,
     # so nobody can take the tape over halfway through a batch. One plain statement: the ORM's

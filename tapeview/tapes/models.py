@@ -215,3 +215,11 @@ class SourceSize(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["host", "source"], name="sourcesize_host_source")]
+
+
+def db_text(value: object) -> object:
+    """A value as a database keeps it: U+0000, which a file's JSON may hold ("\\u0000") and
+    PostgreSQL's text cannot, made U+FFFD (on SQLite too, so both keep the same)."""
+    if type(value) is str and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value

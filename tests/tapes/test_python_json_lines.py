@@ -24,9 +24,7 @@ BUB_LINES = [
     b'{"id": 5, "kind": "tool_result", "payload": {"results": [123456789012345678901234567890]}, "meta": {}, "date": "%s"}',
     b'{"id": 36893488147419103232, "kind": "message", "payload": {"role": "user", "content": "x"}, "meta": {}, "date": "%s"}',
 ]
-NANOBOT_LINE = (
-    b'{"role": "user", "content": "lone \\ud800 here", "n": -9223372036854775809, "x": NaN}\n'
-)
+NANOBOT_LINE = b'{"role": "user", "content": "lone \\ud800 here", "n": -9223372036854775809, "x": NaN}\n'
 
 
 @pytest.fixture
@@ -81,3 +79,37 @@ def test_a_nanobot_session_with_such_a_record_reads_as_nanobot_reads_it(viewer_c
     assert last["payload"]["n"] == json.loads(NANOBOT_LINE)["n"]  # exact, not a float
     for url in pages_of(tape):
         assert viewer_client.get(url).status_code == 200, url
+
+
+def test_a_nul_character_anywhere_in_a_bub_tape_is_indexed_shown_and_searched(
+    viewer_client, settings, tmp_path
+) -> None:
+    """JSON may escape U+0000 anywhere; PostgreSQL's text cannot hold it (names, models, search text)."""
+    folder = tmp_path / "nul"
+    folder.mkdir()
+    lines = [
+        {"id": 1, "kind": "anchor", "payload": {"name": "phase\u0000one", "state": {"k\u0000": "v\u0000"}}},
+        {"id": 2, "kind": "event", "payload": {"name": "loop.start", "data": {"model": "m\u0000odel"}}},
+        {"id": 3, "kind": "message", "payload": {"role": "us\u0000er", "content": "needle\u0000haystack"}},
+        {
+            "id": 4,
+            "kind": "event",
+            "payload": {
+                "name": "run",
+                "data": {"status": "ok", "model": "m\u0000", "usage": {"total_tokens": 5}},
+            },
+        },
+        {"id": 5, "kind": "event", "payload": {"name": "bad\u0000.error", "data": {}}},
+    ]
+    tape_path = folder / "a1b2c3d4e5f60718__0123456789abcdef.jsonl"
+    tape_path.write_text(
+        "".join(json.dumps({**x, "meta": {}, "date": DATE}) + "\n" for x in lines), encoding="utf-8"
+    )
+    settings.TAPEVIEW_SOURCES = f"nul=bub:{folder}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    discovery.sync()
+    tape = Tape.objects.get(source="nul")
+    assert (tape.entries, tape.anchors, tape.errors, tape.tokens) == (5, 1, 1, 5)
+    for url in [*pages_of(tape), "/", "/search/?q=needle"]:
+        assert viewer_client.get(url).status_code == 200, url
+    assert "needle" in viewer_client.get(f"/tapes/{tape.key}/?end=1").content.decode()
