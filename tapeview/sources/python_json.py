@@ -15,7 +15,10 @@ from typing import Any
 import orjson
 
 LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # a surrogate escape: paired, or alone
-_WIDE_INT = re.compile(rb"\d{19}")  # 19 digits or more: perhaps past what orjson reads as an int
+# 19 digits in a row or more: perhaps an integer past what orjson reads as one. Found by turning
+# every digit into "0" and all else into " " (a regex search costs as much as the parse itself).
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_WIDE_INT = b"0" * 19
 
 
 def loads(raw: bytes) -> Any:
@@ -30,7 +33,7 @@ def loads(raw: bytes) -> Any:
 def exact(value: Any, raw: bytes) -> Any:
     """orjson's `value` of `raw`, or json.loads' when `raw` may hold an integer past 64 bits (which
     orjson reads as a float)."""
-    if _WIDE_INT.search(raw) is None:
+    if _WIDE_INT not in raw.translate(_DIGITS):
         return value
     try:
         return json.loads(raw)
