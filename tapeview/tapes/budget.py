@@ -9,8 +9,9 @@ and counts at most CAP_CHARS characters: past those it is a lower bound, marked 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache
@@ -142,7 +143,7 @@ def _tail(
     return whole, capped or len(whole) < len(entries)
 
 
-def _turns(tape: Tape, start: int, index: Rows | None) -> list[Entry]:
+def _turns(tape: Tape, start: int, index: Rows | None) -> list[Turn]:
     """What `_tail(tape, start, TURN_EVENTS)` gives, kept across appends: the turn starts and
     reports read before (without their payloads) are kept by the tape's index generation
     (pictures.generation), and only the rows past them are read."""
@@ -150,8 +151,8 @@ def _turns(tape: Tape, start: int, index: Rows | None) -> list[Entry]:
     if gen is None:
         return _tail(tape, start, names=TURN_EVENTS, index=index)[0]
     key = pictures.prefix_key("budget-turns", tape, gen, (start, TURN_EVENTS, CAP_ROWS, CAP_BYTES))
-    # The last position read, and (pos, length, entry) of the newest rows read, at most CAP_ROWS;
-    # the entry is None for one too big to parse.
+    # The last position read, and (pos, length, what turn_boundaries reads of the entry) of the
+    # newest rows read, at most CAP_ROWS (None for an entry too big to parse).
     last, seen = cache.get(key) or (start, [])
     rows = (index or index_rows.of(tape)).after(last).where(kinds=("event",), names=TURN_EVENTS)
     new = rows.tail(CAP_ROWS + 1)
@@ -174,12 +175,26 @@ def _turns(tape: Tape, start: int, index: Rows | None) -> list[Entry]:
         if size > CAP_BYTES:
             break
         kept.append(e)
-    return [e for e in reversed(kept) if e is not None]
+    return [turn for turn in reversed(kept) if turn is not None]
 
 
-def _slim(e: Entry | None) -> Entry | None:
-    """What turn_boundaries reads of an entry (no payload); None for one too big to parse."""
-    return None if e is None or e.truncated else replace(e, payload=None, meta={})
+class Turn(NamedTuple):
+    """What turn_boundaries (and phase_tally.usage) read of an entry, kept small: the cache pickles
+    thousands of them at every read."""
+
+    pos: int
+    kind: str
+    name: str
+    tokens: int
+    prompt_tokens: int | None
+    cached_tokens: int | None
+
+
+def _slim(e: Entry | None) -> Turn | None:
+    """None for an entry too big to parse."""
+    if e is None or e.truncated:
+        return None
+    return Turn(e.pos, e.kind, e.name, e.tokens, e.prompt_tokens, e.cached_tokens)
 
 
 class Estimate:
@@ -236,7 +251,7 @@ def _text(m: ContextMessage) -> str:
 
 
 def turn_boundaries(
-    entries: list[Entry], estimate: Estimate | None, now: int, end: int
+    entries: list[Entry] | list[Turn], estimate: Estimate | None, now: int, end: int
 ) -> list[tuple[int, int]]:
     """Each place between two turns, and the end (`end`, with `now` tokens), with the context's
     tokens there: (the pos a handoff would follow, tokens).
