@@ -21,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -175,9 +175,11 @@ def measure(folder: Path, manifest: dict, db: str, runs: int, refreshes: int) ->
     rows = cold_index_rows(db, n_real, raw_real, real_index, bare, n_big, raw_big, big_index)
     rows += search_rows(folder, entries)
     rows += context_rows(client, tape, big, runs)
-    rows += timeline_rows(client, tape, n_big, runs)
+    with appending(big) as append:  # the 1M tape grows by 100 entries at a time, cut back after
+        incremental = incremental_row(tape, append, runs)
+        rows += timeline_rows(client, tape, append, n_big, runs)
     rows += serve_rows(folder, manifest["counts"]["tapes"]["count"], refreshes)
-    rows += [incremental_row(tape, big, runs), peak_row(peak_mb, n_big)]
+    rows += [incremental, peak_row(peak_mb, n_big)]
     return rows
 
 
@@ -313,16 +315,25 @@ def context_rows(client: Any, tape: Any, path: Path, runs: int) -> list[Row]:
     return rows
 
 
-def timeline_rows(client: Any, tape: Any, entries: int, runs: int) -> list[Row]:
-    """The page drawn before (a page keeps what it drew until the tape's index changes:
-    tapes.views.timeline), and the first reader's after a change (the cache emptied before each call)."""
+def timeline_rows(client: Any, tape: Any, append: Callable[[], int], entries: int, runs: int) -> list[Row]:
+    """The page drawn before (a page keeps what it drew: tapes.views.timeline), the first draw after
+    the tape grew by 100 entries (what a live tape's reader mostly gets: what an append leaves alone
+    is kept), and the first draw with nothing kept (after a restart: the cache emptied first)."""
     from django.core.cache import cache
+
+    from tapeview.tapes import index
 
     url = f"/tapes/{tape.key}/?at={entries // 2}"
     client.get(url)
     ms, response = median_ms(lambda: client.get(url), runs)
     assert response.status_code == 200, response.content[:300]
-    first_ms, _ = median_ms(lambda: (cache.clear(), client.get(url))[1], runs)
+    after = []
+    for _ in range(runs):
+        append()
+        index.refresh(tape)
+        after.append(timed(lambda: client.get(url))[0] * 1000)
+    after_ms = statistics.median(after)
+    cold_ms, _ = median_ms(lambda: (cache.clear(), client.get(url))[1], runs)
     return [
         Row(
             f"timeline page, middle of the {entries:,}-entry tape (drawn before)",
@@ -333,12 +344,20 @@ def timeline_rows(client: Any, tape: Any, entries: int, runs: int) -> list[Row]:
             yes(ms < 30),
         ),
         Row(
-            "timeline page, the first draw after the tape changed",
-            f"{first_ms:.1f} ms p50",
+            "timeline page, the first draw after 100 entries were appended",
+            f"{after_ms:.1f} ms p50",
             "-",
-            f"{first_ms / 30:.2f}x target",
+            f"{after_ms / 30:.2f}x target",
             "< 30 ms",
-            yes(first_ms < 30),
+            yes(after_ms < 30),
+        ),
+        Row(
+            "timeline page, the first draw with nothing kept (a restarted server)",
+            f"{cold_ms:.1f} ms p50",
+            "-",
+            f"{cold_ms / 30:.2f}x target",
+            "< 30 ms",
+            yes(cold_ms < 30),
         ),
     ]
 
@@ -390,32 +409,43 @@ def serve_rows(folder: Path, count: int, refreshes: int) -> list[Row]:
     ]
 
 
-def incremental_row(tape: Any, path: Path, runs: int) -> Row:
-    """100 entries appended to the 1M tape (ids continued) and indexed, `runs` times: the median.
-
-    The file is cut back to its size afterwards, so the corpus stays as its manifest says.
-    """
+@contextmanager
+def appending(path: Path) -> Iterator[Callable[[], int]]:
+    """A function that appends the tape's last 100 entries again (ids continued) and says how many;
+    the file is cut back to its size after, so the corpus stays as its manifest says."""
     import orjson
-
-    from tapeview.tapes import index
 
     size = path.stat().st_size
     with path.open("rb") as f:
         f.seek(max(0, size - 2_000_000))
         last = [orjson.loads(line) for line in f.read().splitlines()[1:]][-100:]
-    next_id, times = last[-1]["id"] + 1, []
+    next_id = last[-1]["id"] + 1
+
+    def append() -> int:
+        nonlocal next_id
+        lines = b"".join(orjson.dumps(e | {"id": next_id + i}) + b"\n" for i, e in enumerate(last))
+        next_id += len(last)
+        with path.open("ab") as f:
+            f.write(lines)
+        return len(last)
+
     try:
-        for _ in range(runs):
-            lines = b"".join(orjson.dumps(e | {"id": next_id + i}) + b"\n" for i, e in enumerate(last))
-            next_id += len(last)
-            with path.open("ab") as f:
-                f.write(lines)
-            times.append(timed(lambda: index.refresh(tape))[0] * 1000)
+        yield append
     finally:
         os.truncate(path, size)
+
+
+def incremental_row(tape: Any, append: Callable[[], int], runs: int) -> Row:
+    """100 entries appended to the 1M tape and indexed, `runs` times: the median."""
+    from tapeview.tapes import index
+
+    times = []
+    for _ in range(runs):
+        n = append()
+        times.append(timed(lambda: index.refresh(tape))[0] * 1000)
     ms = statistics.median(times)
     return Row(
-        f"incremental index of {len(last)} appended entries",
+        f"incremental index of {n} appended entries",
         f"{ms:.1f} ms p50, max {max(times):.1f} ms",
         "-",
         f"{ms / 50:.2f}x target",
