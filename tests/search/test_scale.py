@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tapeview.search import backends, catchup, engine
+from tapeview.search import backends, catchup, engine, windows
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 
@@ -79,11 +79,11 @@ def test_windows_of_the_newest_docs_rank_what_one_range_ranks(big, monkeypatch, 
     backends.PostgreSQL().analyze()
     monkeypatch.setattr(backends, "CANDIDATES", 40)
     monkeypatch.setattr(engine, "WINDOW", 20)
-    monkeypatch.setattr(backends, "FEW", 0.5)
-    monkeypatch.setattr(backends, "MARGIN", 1.0)  # the first window sized by the table's share alone
+    monkeypatch.setattr(windows, "FEW", 0.5)
+    monkeypatch.setattr(windows, "MARGIN", 1.0)  # the first window sized by the table's share alone
     windowed = ranked(q, **filters)
     assert windows_taken(q, **filters) >= 2  # the first window held too few of the newest matches
-    monkeypatch.setattr(backends, "WINDOWS", 1)  # one range: the planner's own plan
+    monkeypatch.setattr(windows, "WINDOWS", 1)  # one range: the planner's own plan
     assert windows_taken(q, **filters) == 1
     assert windowed == ranked(q, **filters)
     assert windowed and all(h_pos > 0 for h_pos, _, _ in windowed)
