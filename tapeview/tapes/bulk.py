@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import orjson
 from django.db import connection
@@ -16,9 +15,6 @@ from django.utils import timezone
 
 from .models import Anchor, EntryChunk, Tape, db_text
 from .packing import CHUNK, Batch, Chunk, decode
-
-if TYPE_CHECKING:
-    from .phase_tally import AnchorRow
 
 # After indexing this many entries at once, PostgreSQL's planner statistics are refreshed
 # (ANALYZE): a table grown from nothing by a bulk load otherwise plans every page as if empty.
@@ -152,7 +148,7 @@ def analyze() -> None:
 
 # --- anchor and phase rows: plain statements, no model instance or per-field preparation ---------
 
-# An anchor row's fields after its tape, as its model names them (phase_tally.AnchorRow's slots).
+# An anchor row's fields after its tape, as its model names them (AnchorRow's slots).
 ANCHOR_FIELDS = (
     "pos",
     "name",
@@ -172,6 +168,45 @@ ANCHOR_FIELDS = (
     "model",
     "roles",
 )
+
+
+class AnchorRow:
+    """An Anchor row as the indexer gathers it: its fields, without a model instance's cost (thousands
+    a tape); written as plain rows here."""
+
+    __slots__ = ANCHOR_FIELDS
+
+    def __init__(
+        self,
+        pos: int,
+        name: str = "",
+        date: datetime | None = None,
+        phase: bool = True,
+        state: str = "",
+        *,
+        entries: int = 0,
+        phase_index: int | None = None,
+        end_pos: int | None = None,
+        started_at: datetime | None = None,
+        ended_at: datetime | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
+        tool_calls: int = 0,
+        errors: int = 0,
+        model: str = "",
+        roles: dict | None = None,
+    ) -> None:
+        self.pos, self.name, self.date, self.phase, self.state = pos, name, date, phase, state
+        self.entries, self.phase_index, self.end_pos = entries, phase_index, end_pos
+        self.started_at, self.ended_at = started_at, ended_at
+        self.prompt_tokens, self.completion_tokens, self.cached_tokens = (
+            prompt_tokens,
+            completion_tokens,
+            cached_tokens,
+        )
+        self.tool_calls, self.errors, self.model = tool_calls, errors, model
+        self.roles = {} if roles is None else roles
 
 
 def insert_anchors(tape_id: int, rows: list[AnchorRow]) -> None:

@@ -17,11 +17,12 @@ from tapeview.sources import TapeNotFound, bub, bub_lines, paths, reader
 from tapeview.sources.raw_bytes import head
 
 from . import bulk, fastlane, filecopy, signals
+from .bulk import AnchorRow
 from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryChunk, Tape, this_host
 from .packing import Batch, flags, micros
-from .phase_tally import AnchorRow, PhaseTally
+from .phase_tally import PhaseTally
 
 BATCH = 10_000  # entries written at once: a few chunks (packing.CHUNK), one save of the tape
 LABEL_TRIES = 50

@@ -15,6 +15,7 @@ import orjson
 from tapeview.sources import Entry, reader
 
 from . import bulk
+from .bulk import AnchorRow
 from .models import Anchor, Tape
 
 STATS = (
@@ -37,45 +38,6 @@ OVERFLOW_WORDS = (b"context_length_exceeded", b"maximum context length", b"conte
 ERROR_SCAN_BYTES = 64 * 1024
 # Bub events that name the model of the calls that follow (run: the call just made).
 MODEL_EVENTS = ("run", "loop.start", "model_switch")
-
-
-class AnchorRow:
-    """An Anchor row as the indexer gathers it: its fields, without a model instance's cost (thousands
-    a tape); written as plain rows by tapes.bulk."""
-
-    __slots__ = bulk.ANCHOR_FIELDS
-
-    def __init__(
-        self,
-        pos: int,
-        name: str = "",
-        date: datetime | None = None,
-        phase: bool = True,
-        state: str = "",
-        *,
-        entries: int = 0,
-        phase_index: int | None = None,
-        end_pos: int | None = None,
-        started_at: datetime | None = None,
-        ended_at: datetime | None = None,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cached_tokens: int | None = None,
-        tool_calls: int = 0,
-        errors: int = 0,
-        model: str = "",
-        roles: dict | None = None,
-    ) -> None:
-        self.pos, self.name, self.date, self.phase, self.state = pos, name, date, phase, state
-        self.entries, self.phase_index, self.end_pos = entries, phase_index, end_pos
-        self.started_at, self.ended_at = started_at, ended_at
-        self.prompt_tokens, self.completion_tokens, self.cached_tokens = (
-            prompt_tokens,
-            completion_tokens,
-            cached_tokens,
-        )
-        self.tool_calls, self.errors, self.model = tool_calls, errors, model
-        self.roles = {} if roles is None else roles
 
 
 class PhaseTally:
