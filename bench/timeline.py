@@ -61,9 +61,10 @@ def forget_kept(cache) -> None:
             cache.delete(key.split(":", 2)[2])  # the key as made, without its prefix and version
 
 
-def measure(client, url: str, headers: dict, runs: int, cold: bool = False) -> dict:
+def measure(client, url: str, headers: dict, runs: int, cold: bool = False, before=None) -> dict:
     """Median wall time, median SQL time and the queries of one request, over `runs` requests;
-    `cold`: with nothing kept in the cache (as the first reader after the tape grew)."""
+    `cold`: with nothing kept in the cache (as the first reader after the tape grew); `before`:
+    called before each request (an append)."""
     from django.core.cache import cache
     from django.db import connection
 
@@ -73,6 +74,8 @@ def measure(client, url: str, headers: dict, runs: int, cold: bool = False) -> d
     for _ in range(runs):
         if cold:
             forget_kept(cache)
+        if before:
+            before()
         clock = SqlClock()
         with connection.execute_wrapper(clock):
             seconds, response = timed(lambda: client.get(url, **headers))
@@ -108,29 +111,15 @@ class Appender:
 
 def after_appends(client, tape, url: str, headers: dict, runs: int) -> dict:
     """The first draw after each of `runs` appends of APPENDED entries (the index refreshed first)."""
-    from django.db import connection
-
     from tapeview.tapes import index
 
     appender = Appender(tape)
-    response = client.get(url, **headers)  # drawn before the first append
-    walls, sqls, counts = [], [], []
-    for _ in range(runs):
+
+    def append() -> None:
         appender.append(APPENDED)
         index.refresh(tape)
-        clock = SqlClock()
-        with connection.execute_wrapper(clock):
-            seconds, response = timed(lambda: client.get(url, **headers))
-        assert response.status_code == 200
-        walls.append(seconds * 1000)
-        sqls.append(clock.seconds * 1000)
-        counts.append(clock.queries)
-    return {
-        "ms": statistics.median(walls),
-        "sql_ms": statistics.median(sqls),
-        "queries": max(counts),
-        "kb": len(response.content) / 1024,
-    }
+
+    return measure(client, url, headers, runs, before=append)
 
 
 def copied(folder: Path) -> Path:
