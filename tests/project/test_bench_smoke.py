@@ -60,3 +60,23 @@ def test_the_scale_benchmark_prints_every_row_with_a_measured_number(tmp_path: P
             assert re.search(r"\d", measured) and re.search(r"\d", ratio), (label, measured, ratio)
             assert met in ("yes", "NO"), (label, met)
     assert (tmp_path / "manifest.json").exists() and len(list((tmp_path / "many").glob("*.jsonl"))) == 10
+
+
+def test_the_search_engines_benchmark_prints_our_reading_and_each_engine(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/search_engines.py", "--scale", "0.001", "--corpus", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = {
+        line[:44].strip(): line[44:].split() for line in done.stdout.splitlines()[2:] if line[:1] != "'"
+    }
+    assert "200 entries" in done.stdout.splitlines()[0], done.stdout
+    for step in ("raw limit", "reading: catchup.entry_rows", "SQLite FTS5, as Tapeview", "SQLite FTS5 floor"):
+        (cells,) = [cells for name, cells in figures.items() if name.startswith(step)]
+        docs_per_s, ratio = int(cells[1].replace(",", "")), float(cells[2])
+        assert docs_per_s > 0 and ratio > 0, (step, cells)
+    engines = {name: cells for name, cells in figures.items() if name.startswith(("SQLite", "tantivy"))}
+    assert len(engines) >= 2
+    for name, cells in engines.items():  # the whole pass (reading + engine) is slower than the engine
+        assert 0 < float(cells[3]) <= float(cells[2]), (name, cells)
