@@ -48,9 +48,20 @@ class SqlClock:
 
 
 # What the timeline page keeps (tapes.pictures.state_key's kinds, and prefix_key's that an append
-# leaves: the cards, the turns before the page); the strip and the sparkline were kept before it,
-# and the rest of the cache (the sources' last scan) stays. The "appended" rows drop nothing.
-KEPT = ("timeline", "cards", "turn-before", "budget", "phase-table", "phase-bars-svg", "has-memory")
+# leaves: the cards, the turns before the page, the phase table's rows, the index's chunk summaries);
+# the strip and the sparkline were kept before it, and the rest of the cache (the sources' last scan)
+# stays. The "appended" rows drop nothing.
+KEPT = (
+    "timeline",
+    "cards",
+    "turn-before",
+    "budget",
+    "phase-table",
+    "phase-rows",
+    "chunk-summaries",
+    "phase-bars-svg",
+    "has-memory",
+)
 APPENDED = 100  # entries a round of the "after append" rows writes
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache
@@ -108,15 +107,17 @@ def _measure(tape: Tape, index: Rows | None) -> Budget:
         estimate = Estimate(tape.kind, entries, windows.encoding(tape.model))
         budget.tokens_since_anchor, budget.source = estimate.total, "estimated"
         budget.encoding, budget.capped = estimate.encoding, capped or estimate.capped
-    elif suggest:
-        # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
-        entries = _turns(tape, start, index)
     if suggest and budget.window:
-        end = (index or index_rows.of(tape)).last_pos()
-        points = turn_boundaries(entries, estimate, budget.tokens_since_anchor, end or 0)
-        fits = [(pos, tokens) for pos, tokens in points if tokens <= budget.window // 2]
-        if fits:
-            budget.suggested_handoff_pos, budget.suggested_tokens = fits[-1]
+        end = (index or index_rows.of(tape)).last_pos() or 0
+        if estimate is None:
+            # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
+            fit = last_fit(_turns(tape, start, index), budget.tokens_since_anchor, end, budget.window // 2)
+        else:
+            points = turn_boundaries(estimate.entries, estimate, budget.tokens_since_anchor, end)
+            fits = [(pos, tokens) for pos, tokens in points if tokens <= budget.window // 2]
+            fit = fits[-1] if fits else None
+        if fit:
+            budget.suggested_handoff_pos, budget.suggested_tokens = fit
     return budget
 
 
@@ -143,17 +144,21 @@ def _tail(
     return whole, capped or len(whole) < len(entries)
 
 
-def _turns(tape: Tape, start: int, index: Rows | None) -> list[Turn]:
-    """What `_tail(tape, start, TURN_EVENTS)` gives, kept across appends: the turn starts and
-    reports read before (without their payloads) are kept by the tape's index generation
-    (pictures.generation), and only the rows past them are read."""
+Turns = tuple[list[int], list[str], list[str], list[int | None]]  # pos, kind, name, prompt tokens
+
+
+def _turns(tape: Tape, start: int, index: Rows | None) -> Turns:
+    """The turn starts and reports after `start` that `_tail(tape, start, TURN_EVENTS)` reads, as
+    what last_fit reads of them. Kept across appends: those read before (without their payloads)
+    are kept by the tape's index generation (pictures.generation), only the rows past them read."""
     gen = pictures.generation(tape)
     if gen is None:
-        return _tail(tape, start, names=TURN_EVENTS, index=index)[0]
-    key = pictures.prefix_key("budget-turns", tape, gen, (start, TURN_EVENTS, CAP_ROWS, CAP_BYTES))
-    # The last position read, and (pos, length, what turn_boundaries reads of the entry) of the
-    # newest rows read, at most CAP_ROWS (None for an entry too big to parse).
-    last, seen = cache.get(key) or (start, [])
+        return _columns(_tail(tape, start, names=TURN_EVENTS, index=index)[0])
+    also = (start, TURN_EVENTS, CAP_ROWS, CAP_BYTES, "pos length kind name prompt")
+    key = pictures.prefix_key("budget-turns", tape, gen, also)
+    # The last position read, and columns of the newest rows read (at most CAP_ROWS): a few plain
+    # lists, not thousands of objects, as the cache pickles them at every read.
+    last, seen = cache.get(key) or (start, ([], [], [], [], []))
     rows = (index or index_rows.of(tape)).after(last).where(kinds=("event",), names=TURN_EVENTS)
     new = rows.tail(CAP_ROWS + 1)
     wanted, size = 0, 0  # the newest of them that the caps may keep
@@ -163,38 +168,51 @@ def _turns(tape: Tape, start: int, index: Rows | None) -> list[Turn]:
             break
         wanted += 1
     if wanted < len(new):
-        seen = []  # older rows than those left unread: never kept again
+        seen = ([], [], [], [], [])  # older rows than those left unread: never kept again
     read = new[len(new) - wanted :]
-    entries = {e.pos: e for e in timeline.read_rows(tape, read)}
-    seen = [*seen, *((r.pos, r.length, _slim(entries.get(r.pos))) for r in read)][-CAP_ROWS:]
+    if read:
+        entries = {e.pos: e for e in timeline.read_rows(tape, read)}
+        added = zip(*(_slim(r.pos, r.length, entries.get(r.pos)) for r in read), strict=True)
+        seen = tuple((old + list(more))[-CAP_ROWS:] for old, more in zip(seen, added, strict=True))
     if new and pictures.generation(tape) == gen:
         cache.set(key, (new[-1].pos, seen), TURNS_SECONDS)
-    kept, size = [], 0
-    for _pos, length, e in reversed(seen):
-        size += length
-        if size > CAP_BYTES:
-            break
-        kept.append(e)
-    return [turn for turn in reversed(kept) if turn is not None]
+    pos, lengths, kind, name, prompt = seen
+    first, size = len(pos), 0  # the newest rows within CAP_BYTES
+    while first and size + lengths[first - 1] <= CAP_BYTES:
+        first -= 1
+        size += lengths[first]
+    return pos[first:], kind[first:], name[first:], prompt[first:]
 
 
-class Turn(NamedTuple):
-    """What turn_boundaries (and phase_tally.usage) read of an entry, kept small: the cache pickles
-    thousands of them at every read."""
-
-    pos: int
-    kind: str
-    name: str
-    tokens: int
-    prompt_tokens: int | None
-    cached_tokens: int | None
-
-
-def _slim(e: Entry | None) -> Turn | None:
-    """None for an entry too big to parse."""
+def _slim(pos: int, length: int, e: Entry | None) -> tuple:
+    """A row of _turns' columns; kind "" for an entry too big to parse (never a start or a report)."""
     if e is None or e.truncated:
-        return None
-    return Turn(e.pos, e.kind, e.name, e.tokens, e.prompt_tokens, e.cached_tokens)
+        return (pos, length, "", "", None)
+    return (pos, length, e.kind, e.name, e.prompt_tokens)
+
+
+def _columns(entries: list[Entry]) -> Turns:
+    pos, kind, name, prompt = (
+        [getattr(e, f) for e in entries] for f in ("pos", "kind", "name", "prompt_tokens")
+    )
+    return pos, kind, name, prompt
+
+
+def last_fit(turns: Turns, now: int, end: int, half: int) -> tuple[int, int] | None:
+    """The last of turn_boundaries' points (without an estimate) with at most `half` tokens, worked
+    out over columns as they are kept (_turns), without an Entry, or a list of points, per row."""
+    pos, kind, name, prompt = turns
+    bub = ("event", "loop.start")  # as turn_boundaries: Bub's turns, or a user message's
+    start = bub if bub in zip(kind, name, strict=True) else ("message", "user")
+    fit, reported, turns_seen = None, None, 0
+    for p, k, n, tokens in zip(pos, kind, name, prompt, strict=True):
+        starts = (k, n) == start
+        if starts and turns_seen and reported is not None and reported <= half:
+            fit = (p - 1, reported)
+        turns_seen += starts
+        if tokens is not None and k != "metadata":  # phase_tally.usage: a report, but not a snapshot
+            reported = tokens
+    return (end, now) if turns_seen and now <= half else fit
 
 
 class Estimate:
@@ -251,7 +269,7 @@ def _text(m: ContextMessage) -> str:
 
 
 def turn_boundaries(
-    entries: list[Entry] | list[Turn], estimate: Estimate | None, now: int, end: int
+    entries: list[Entry], estimate: Estimate | None, now: int, end: int
 ) -> list[tuple[int, int]]:
     """Each place between two turns, and the end (`end`, with `now` tokens), with the context's
     tokens there: (the pos a handoff would follow, tokens).

@@ -139,7 +139,7 @@ def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
 
 
 def page(tape: Tape, only: str = "", **where) -> Page:
-    index = index_rows.snapshot(tape)
+    index = pictures.snapshot(tape)  # rows.snapshot, what an append leaves of it kept
     rows = rows_for(tape, only=only, index=index, **where)
     entries = read_rows(tape, rows)
     items = _pair(index, tape, [Item(e) for e in entries])

@@ -4,6 +4,7 @@
 """
 
 from .drawing import cache_hit_rate, phase_bars, span_words, sparkline, strip
+from .snapshots import snapshot
 from .tallies import (
     MARKS,
     PHASE_BARS,
@@ -37,6 +38,7 @@ __all__ = [
     "phase_bars",
     "prefix_cached",
     "prefix_key",
+    "snapshot",
     "span_words",
     "sparkline",
     "state_key",

@@ -6,9 +6,10 @@ pictures readable where that file is not loaded; every picture says in words wha
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
-from django.utils.html import escape, format_html, format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from ..phases import Phase
@@ -62,9 +63,7 @@ def _text(x: float, y: float, text: str, anchor: str = "start") -> SafeString:
     )
 
 
-def _svg(
-    cls: str, role: str, words: str, view: tuple[int, int], body: list[SafeString], **attrs
-) -> SafeString:
+def _svg(cls: str, role: str, words: str, view: tuple[int, int], body: list[str], **attrs) -> SafeString:
     """The picture's frame: its summary in words is both its accessible name and its tooltip."""
     return format_html(
         '<svg class="pic {}" role="{}" aria-label="{}"{} viewBox="0 0 {} {}" '
@@ -123,24 +122,27 @@ def _mark_title(m: Mark) -> str:
 def strip(data: Marks, width: int = 1000) -> SafeString:
     """The whole tape as a bar, its anchors, errors and tool calls marked where they fall; each
     mark links to the timeline at its first entry."""
-    totals = {w: sum(m.count for m in data.marks if m.what == w) for w in MARKS}
+    totals = dict.fromkeys(MARKS, 0)
+    for m in data.marks:
+        totals[m.what] += m.count
     counted = ", ".join(_plural(totals[w], *MARK_WORDS[w]) for w in MARKS)
     along = _plural(data.positions, "entry", "entries")
     words = f"where anchors, errors and tool calls fall along {along}: {counted}"
     step = width / max(data.buckets, 1)
     body = [_rect("pic-track", 0, STRIP_HEIGHT / 2 - 2, width, 4, TRACK)]
-    for m in data.marks:
-        y, h, least, fill = LANES[m.what]
+    # Hundreds of marks, the first draw after every append: built as format_html and _rect would,
+    # the one text in them escaped (as django's escape does), what a lane's marks share made once.
+    lanes = {}
+    for what, (y, h, least, fill) in LANES.items():
         w = max(step * 0.8, least)
+        lanes[what] = (w, f'" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" fill="{fill}"/></a>')
+    for m in data.marks:
+        w, rest = lanes[m.what]
         x = min(max(m.bucket * step + step / 2 - w / 2, 0), width - w)
-        # Hundreds of marks: built as format_html and _rect would, the one text in them escaped.
         body.append(
-            mark_safe(
-                f'<a href="{_at(m.first_pos)}" class="pic-mark" data-what="{m.what}" '
-                f'data-pos="{m.first_pos}"><title>{escape(_mark_title(m))}</title>'
-                f'<rect class="pic-{m.what}" x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" '
-                f'height="{_num(h)}" fill="{fill}"/></a>'
-            )
+            f'<a href="{_at(m.first_pos)}" class="pic-mark" data-what="{m.what}" '
+            f'data-pos="{m.first_pos}"><title>{html.escape(_mark_title(m))}</title>'
+            f'<rect class="pic-{m.what}" x="{_num(x)}{rest}'
         )
     # role="group", not "img": an img's children are hidden from assistive technology, and
     # each mark here is a link.

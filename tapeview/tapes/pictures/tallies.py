@@ -13,7 +13,7 @@ from django.core.cache import cache
 
 from .. import rows
 from ..models import EntryChunk, Tape
-from ..packing import ERROR, NO_DATE, micros
+from ..packing import CHUNK, ERROR, NO_DATE, micros
 from ..rows import Match
 
 SPARK_BUCKETS = 40
@@ -149,8 +149,10 @@ def _bucketed(b: np.ndarray, buckets: int) -> np.ndarray:
 
 def marks(tape: Tape, buckets: int = STRIP_BUCKETS) -> Marks:
     """Where the anchors, errors and tool calls fall, in at most `buckets` buckets of positions
-    (one per position on a shorter tape). One aggregate query, at most 3 * buckets rows."""
-    return cached(f"marks{buckets}", tape, lambda: _marks(tape, buckets))
+    (one per position on a shorter tape). Counted from the marked rows kept (_marked), at once:
+    the strip drawn from them is what is kept until the tape changes, not these hundreds of marks
+    (pickled and read back at every draw, they cost more than counting them again)."""
+    return _marks(tape, buckets)
 
 
 def _marks(tape: Tape, buckets: int) -> Marks:
@@ -158,82 +160,99 @@ def _marks(tape: Tape, buckets: int) -> Marks:
     buckets = min(buckets, positions)
     if buckets == 0:
         return Marks((), 0, 0)
-    pos, what, name, names = _marked(tape)
-    if not len(pos):
-        return Marks((), buckets, positions)
-    bucket = np.clip(_position_bucket(pos, positions, buckets), 0, buckets - 1)
+    kinds, names = _marked(tape)
     # The least name of a group, as min() of the names would say: by each name's rank among them.
     ranked = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int64)
     rank[ranked] = np.arange(len(ranked))
+    # Where each bucket's positions start (_position_bucket's inverse): bucket k holds the positions
+    # p with (p - 1) * buckets // positions == k; one past the last bucket counts in the last.
+    k = np.arange(1, buckets, dtype=np.int64)
+    edges = (k * positions + buckets - 1) // buckets + 1
     found = []
-    for code, w in enumerate(MARKS):
-        # In file order, so each bucket's rows of one kind of mark are a run of their own.
-        mine = what == code
-        b, p, r = bucket[mine], pos[mine], rank[name[mine]]
-        if not len(b):
+    for w, (pos, name) in zip(MARKS, kinds, strict=True):
+        if not len(pos):
             continue
-        starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
-        ends = np.r_[starts[1:], len(b)] - 1
+        # In file order, so each bucket's rows of one kind of mark are a run of their own.
+        starts = np.r_[0, np.searchsorted(pos, edges)]
+        ends = np.r_[starts[1:], len(pos)]
+        full = np.flatnonzero(ends > starts)
+        starts, ends = starts[full], ends[full]
         runs = zip(
-            b[starts].tolist(),
-            (ends - starts + 1).tolist(),
-            p[starts].tolist(),
-            p[ends].tolist(),
-            np.minimum.reduceat(r, starts).tolist(),
+            full.tolist(),
+            (ends - starts).tolist(),
+            pos[starts].tolist(),
+            pos[ends - 1].tolist(),
+            np.minimum.reduceat(rank[name], starts).tolist(),
             strict=True,
         )
-        found += [Mark(w, k, n, first, last, names[ranked[least]]) for k, n, first, last, least in runs]
+        found += [Mark(w, b, n, first, last, names[ranked[least]]) for b, n, first, last, least in runs]
     return Marks(tuple(found), buckets, positions)
 
 
-Marked = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]  # pos, what (MARKS), name, the names
+# Per kind of mark (as MARKS), the positions of its rows in file order and their names (indices
+# of the names); the names.
+Marked = tuple[tuple[tuple[np.ndarray, np.ndarray], ...], list[str]]
 
 
 def _marked(tape: Tape) -> Marked:
-    """Every anchor, error and tool call of the tape: its position, what it is (an index of MARKS),
-    its name (an index of the names). The rows indexed before are kept across appends, until a
-    reset: after an append only the chunks past them are read, not a million rows again.
+    """Every anchor, error and tool call of the tape: its position and its name, by what it is.
+    Those of the full chunks are kept across appends, until a reset (the indexer grows only the
+    last chunk, and never changes a full one): after an append only the chunks past them are read,
+    not a million rows again, and what is kept is written again only when another chunk is full.
 
     The first reading (one query) keeps them without knowing the index's generation; the next one
     learns it (reading them all again) and from then on reads only what was appended."""
-    empty: Marked = (np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int32), [])
-    key = prefix_key("marked", tape, None)
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int32))
+    empty: Marked = ((none,) * len(MARKS), [])
+    key = prefix_key("marked-full", tape, None)  # not "marked": that kept one array of all kinds
     kept = cache.get(key)
     if kept is None:
-        through, found = _read_marked(tape, 0, empty)
-        cache.set(key, (None, through, found), CACHE_SECONDS)
+        through, full, found = _read_marked(tape, 0, empty)
+        cache.set(key, (None, through, full), CACHE_SECONDS)
         return found
     gen = generation(tape)
     if gen is None:
         return empty
     if kept[0] != gen:  # not learnt yet, or reset since
         kept = (gen, 0, empty)
-    through, found = _read_marked(tape, kept[1], kept[2])
+    through, full, found = _read_marked(tape, kept[1], kept[2])
     if (gen, through) != kept[:2] and generation(tape) == gen:  # no reset while they were read
-        cache.set(key, (gen, through, found), CACHE_SECONDS)
+        cache.set(key, (gen, through, full), CACHE_SECONDS)
     return found
 
 
-def _read_marked(tape: Tape, through: int, kept: Marked) -> tuple[int, Marked]:
-    """The marked rows past `through` added to those `kept`; through where they are read now."""
-    pos, what, name, names = kept
+def _read_marked(tape: Tape, through: int, kept: Marked) -> tuple[int, Marked, Marked]:
+    """The marked rows past `through` added to those `kept` (of full chunks): through where the
+    full chunks read end, the marked rows of the full chunks, and all of them."""
+    kinds, names = kept
     codes = {n: i for i, n in enumerate(names)}
-    parts = [(pos, what, name)]
+    full, rest = [[pair] for pair in kinds], [[] for _ in MARKS]
     marked = rows.of(tape).starting(through + 1)
     marked = marked.any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
     for chunk, picked in marked.chunks():
         c = chunk.columns
         anchor = np.array([k == "anchor" for k in chunk.kinds], dtype=bool)[c["kind"][picked]]
         errors = (c["flags"][picked] & ERROR) != 0
-        what_ = np.where(
+        what = np.where(
             errors, MARKS.index("error"), np.where(anchor, MARKS.index("anchor"), MARKS.index("call"))
         )
         mapping = np.array([codes.setdefault(n, len(codes)) for n in chunk.names], dtype=np.int32)
-        parts.append((c["pos"][picked].astype(np.int64), what_.astype(np.int8), mapping[c["name"][picked]]))
-        # The rows up to the chunk's last stay as they are: an append only adds rows after them.
-        through = max(through, int(c["pos"][-1]))
-    if len(parts) == 1:
-        return through, kept
+        pos, name = c["pos"][picked].astype(np.int64), mapping[c["name"][picked]]
+        closed = chunk.count >= CHUNK  # a full chunk stays as it is: an append only adds chunks
+        for code, part in enumerate(full if closed else rest):
+            mine = what == code
+            part.append((pos[mine], name[mine]))
+        if closed:
+            through = max(through, int(c["pos"][-1]))
     names = sorted(codes, key=codes.__getitem__)
-    return through, (*(np.concatenate([p[i] for p in parts]) for i in range(3)), names)
+    kept = (tuple(_joined(part) for part in full), names) if len(full[0]) > 1 else (kinds, names)
+    if not rest[0]:
+        return through, kept, kept
+    return through, kept, (tuple(_joined([k, *r]) for k, r in zip(kept[0], rest, strict=True)), names)
+
+
+def _joined(part: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if len(part) == 1:
+        return part[0]
+    return np.concatenate([p for p, _ in part]), np.concatenate([n for _, n in part])

@@ -1,23 +1,31 @@
-"""The phase table beside a tape's timeline, its rows drawn once per state of the tape's index."""
+"""The phase table beside a tape's timeline and its bars, drawn once per state of the tape's index;
+each row of the table drawn once for what it shows."""
 
 from __future__ import annotations
 
+import hashlib
+import pickle
+
+from django.core.cache import cache
 from django.http import HttpRequest
 from django.template.loader import render_to_string
+from django.utils.safestring import SafeString, mark_safe
 
 from .. import phases, pictures
 from ..forms import PhaseSortForm
 from ..models import Tape
 
 PHASE_ROWS = 100
+ROWS_SECONDS = 600
 
 
 def phase_table(request: HttpRequest, tape: Tape) -> dict:
+    """The phase table's rows in the order asked (`?psort=`) and the phase bars, drawn."""
     form = PhaseSortForm(request.GET)
     sort = form.current_sort()
     # The phases are kept by the indexer on the anchor rows: they change only as the index does.
     also = (sort, tape.phase_count, tape.lead_phase)
-    table = pictures.cached("phase-table", tape, lambda: _phase_rows(tape, sort), also)
+    table = pictures.cached("phase-table", tape, lambda: _drawn(tape, sort), also)
     return {
         **table,
         "phase_columns": form.columns(),
@@ -26,11 +34,61 @@ def phase_table(request: HttpRequest, tape: Tape) -> dict:
     }
 
 
-def _phase_rows(tape: Tape, sort: str) -> dict:
-    """The phase table's rows drawn (`tapes/_phase_rows.html`): up to a hundred rows of a long tape."""
+def _drawn(tape: Tape, sort: str) -> dict:
+    """Up to a hundred rows of a long tape's phases, and the bars of its first phases (tokens and
+    cache hit rate, tapes.pictures.phase_bars)."""
     rows = phases.ranked(tape, sort, PHASE_ROWS)
+    every = len(rows) < PHASE_ROWS and all(p.anchor is None or p.anchor.phase_index for p in rows)
+    if sort == "index" and every:
+        first = rows[: pictures.PHASE_BARS]  # all of them, in file order: what in_order would read
+    else:
+        first, _ = phases.in_order(tape, limit=pictures.PHASE_BARS)
     return {
-        "phase_rows_html": render_to_string("tapes/_phase_rows.html", {"tape": tape, "phase_rows": rows}),
+        "phase_rows_html": _rows_html(tape, sort, rows),
         "phase_shown": len(rows),
         "tokens_known": any(p.tokens is not None for p in rows),
+        "phase_bars_svg": pictures.phase_bars(first, phases.count(tape)),
     }
+
+
+def _rows_html(tape: Tape, sort: str, rows: list[phases.Phase]) -> SafeString:
+    """The rows drawn (`tapes/_phase_rows.html`, one row at a time), each kept by a digest of what
+    it shows: an append changes the phase the tape ends in, and the rows of the others are drawn
+    as before. The rows kept are those of the table drawn last in this order."""
+    key = f"tapeview:pictures:phase-rows:{tape.pk}:{sort}"
+    kept = cache.get(key) or {}
+    drawn = {}
+    for p in rows:
+        digest = _digest(tape, p)
+        found = kept.get(digest)
+        if found is None:
+            found = render_to_string("tapes/_phase_rows.html", {"tape": tape, "phase_rows": [p]})
+        drawn[digest] = found
+    if drawn.keys() != kept.keys():
+        cache.set(key, drawn, ROWS_SECONDS)
+    # In the rows' order: each row's digest is its own (its index). Drawn by the template: safe.
+    return mark_safe("".join(drawn.values()))
+
+
+def _digest(tape: Tape, p: phases.Phase) -> str:
+    """A digest of everything a row is drawn from: the phase, its anchor's place and name, the tape's
+    key (its links)."""
+    anchor = (p.anchor.pos, p.anchor.name) if p.anchor is not None else None
+    shown = (
+        tape.key,
+        p.index,
+        anchor,
+        p.start_pos,
+        p.end_pos,
+        p.entries,
+        p.started_at,
+        p.ended_at,
+        p.prompt_tokens,
+        p.completion_tokens,
+        p.cached_tokens,
+        p.tool_calls,
+        p.errors,
+        p.model,
+        p.roles,
+    )
+    return hashlib.blake2b(pickle.dumps(shown, protocol=5), digest_size=20).hexdigest()
