@@ -89,6 +89,7 @@ class SQLite:
         columns read only where a condition needs them."""
         rank = ", -bm25(search_doc, 1.0, 0.0) AS score" if score else ""
         joined = "JOIN search_meta ON search_meta.id = search_doc.rowid" if where.conditions else ""
+        rank += f", {COLUMNS}" if joined and score else ""  # read here, not looked up again by find
         # A date's tape list spares FTS5 a look at search_meta for each match of a tape out of range.
         tapes, tape_ids = where.tapes_sql("search_doc.rowid", placeholders=True, redundant=True)
         sql = (
@@ -103,10 +104,8 @@ class SQLite:
         if not match:
             return []
         inner, params = self._matching(match, where, candidates(limit, offset), score=True)
-        sql = (
-            f"SELECT id, {COLUMNS}, score FROM ({inner}) JOIN search_meta USING (id) "
-            f"ORDER BY {_order(order)} LIMIT %s OFFSET %s"
-        )
+        meta = "" if where.conditions else "JOIN search_meta USING (id)"
+        sql = f"SELECT id, {COLUMNS}, score FROM ({inner}) {meta} ORDER BY {_order(order)} LIMIT %s OFFSET %s"
         return [Found(*row) for row in fetch(sql, [*params, limit, offset])]
 
     def count(self, q: str, where: Where, limit: int) -> int:
@@ -207,14 +206,17 @@ class PostgreSQL:
             return ""
         return " & ".join([f"({words})", *("(" + " | ".join(alts) + ")" for alts in where.tags)])
 
-    def _matching(self, query: str, where: Where, limit: int) -> tuple[str, list]:
+    def _matching(self, query: str, where: Where, limit: int, walk: bool = False) -> tuple[str, list]:
         """The newest `limit` matching docs: the planner walks the primary key down for a common word
         and takes the GIN index for a rare one (ANALYZE tells it which is which)."""
         # The date's tape list is left out: the row is read anyway, and a long array costs more per row
         # than the date it stands for (measured: 1.3-2x slower).
         tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
+        # A `walk` the GIN index cannot answer: the function behind @@, which no index serves (a
+        # phrase's estimate, far too low, would have the planner read every match of the table).
+        match = "ts_match_vq(tsv, to_tsquery('simple', %s))" if walk else "tsv @@ to_tsquery('simple', %s)"
         sql = (
-            f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
+            f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE {match} "
             f"AND id BETWEEN %s AND %s AND {tapes} AND {where.sql} ORDER BY id DESC LIMIT %s"
         )
         return sql, [query, where.first, where.last, *tape_ids, *where.params, limit]
@@ -229,7 +231,9 @@ class PostgreSQL:
         found: list[Found] = []
         ranges = windows.Windows(where, wanted, terms(q))
         for first, last in ranges:
-            inner, params = self._matching(query, where.narrowed(first, last), wanted - len(found))
+            inner, params = self._matching(
+                query, where.narrowed(first, last), wanted - len(found), ranges.walk
+            )
             # Normalization 1 divides by the log of the doc's length, as bm25 weighs long docs down.
             sql = (
                 f"SELECT id, {COLUMNS}, ts_rank(tsv, to_tsquery('simple', %s), 1) AS score "

@@ -118,12 +118,20 @@ def search(
     if where is None:
         return []
     query = terms(q)
-    rows = backend.find(q, where, order, WINDOW, 0)
+    # The hits past the window come from the same candidates: one query gives both where they are
+    # all among the CANDIDATES ranked (a deeper page ranks more, as a query of its own does).
+    ahead = WINDOW + offset + limit if WINDOW + offset + limit <= backends.CANDIDATES else WINDOW
+    found = backend.find(q, where, order, ahead, 0)
+    rows = found[:WINDOW]
     folded = copies.fold(rows, _bodies(backend, rows), query)
     page = [[rows[i] for i in group] for group in folded[offset : offset + limit]]
     if len(rows) == WINDOW and len(page) < limit:  # past the window: one hit per entry
         start = WINDOW + max(0, offset - len(folded))
-        page += [[row] for row in backend.find(q, where, order, limit - len(page), start)]
+        wanted = limit - len(page)
+        past = (
+            found[start : start + wanted] if ahead > WINDOW else backend.find(q, where, order, wanted, start)
+        )
+        page += [[row] for row in past]
     snippets = backend.snippets(q, [group[0].id for group in page])
     tapes = Tape.objects.in_bulk({row.tape_id for group in page for row in group})
     hits = []

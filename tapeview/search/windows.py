@@ -78,6 +78,7 @@ class Windows:
 
     def __init__(self, where: Where, wanted: int, query: list[Term]) -> None:
         self.where, self.wanted, self.found, self.taken = where, wanted, 0, 0
+        self.walk = False  # the statistics say: walk the primary key down (see backends._matching)
         self.stats = stats()
         self.buckets = self._first(query)
 
@@ -106,6 +107,7 @@ class Windows:
         # a window's bitmaps cost as the GIN index's matches.
         walk = WALK if all(len(term.words) == 1 for term in query) else 2 * WALK
         if indexed * matches > walk**2 * self.wanted * known.docs:
+            self.walk = True
             return 0
         return self._fit(math.ceil(100 * self.wanted / matches * MARGIN))
 
