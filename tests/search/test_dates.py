@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tapeview.search import catchup, engine
+from tapeview.search import catchup, engine, filters
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 
@@ -78,8 +78,13 @@ CASES = [
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("tape_list", [filters.TAPE_LIST, 0], ids=["tapes-listed", "too-many-tapes-to-list"])
 @pytest.mark.parametrize("dates, expected", CASES)
-def test_a_date_filter_keeps_the_entries_dated_within_it_to_the_moment(dated, dates, expected):
+def test_a_date_filter_keeps_the_entries_dated_within_it_to_the_moment(
+    dated, dates, expected, tape_list, monkeypatch
+):
+    # With more tapes than TAPE_LIST the filter reads only the docs' dates: the same entries.
+    monkeypatch.setattr(filters, "TAPE_LIST", tape_list)
     assert found(**dates) == expected
     assert engine.count("needle", **dates).total == len(expected)
 
