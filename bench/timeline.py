@@ -5,11 +5,13 @@
 Indexes the folder's Bub tape(s) once into a throwaway database (SQLite, or PostgreSQL when
 TAPEVIEW_DATABASE_URL names a server: `.ci/postgres_server.py -- python bench/timeline.py`), then
 prints, for `/tapes/<key>/?at=<entries // 2>`, the median of `--runs` requests after a warm-up,
-the queries per request, and how the time splits between SQL and everything else (rendering);
+the queries per request, how the time splits between SQL and everything else (rendering), and
+the CPU time this process spent (steadier than the wall time on a machine others load too);
 then the same with nothing the page keeps in the cache ("cold"); then the first draw after an
 append of 100 entries ("after append": 100 real-looking entries written to the tape, the index
-refreshed, the page drawn once; `--runs` times), what a reader of a live tape mostly gets. The
-tapes are indexed from a copy in a temporary folder (the appends never touch `--tape-dir`).
+refreshed, the page drawn once; `--runs` times), what a reader of a live tape mostly gets
+(`--only appended`: those rows alone). The tapes are indexed from a copy in a temporary folder
+(the appends never touch `--tape-dir`). `--sql [warm|appended]` prints one page's queries.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ KEPT = (
     "phase-rows",
     "chunk-summaries",
     "phase-bars-svg",
-    "has-memory",
+    "phase-bars",
 )
 APPENDED = 100  # entries a round of the "after append" rows writes
 
@@ -81,7 +83,7 @@ def measure(client, url: str, headers: dict, runs: int, cold: bool = False, befo
 
     response = client.get(url, **headers)  # warm-up: templates compiled, caches filled
     assert response.status_code == 200, response.content[:300]
-    walls, sqls, counts = [], [], []
+    walls, sqls, counts, cpus = [], [], [], []
     for _ in range(runs):
         if cold:
             forget_kept(cache)
@@ -89,13 +91,16 @@ def measure(client, url: str, headers: dict, runs: int, cold: bool = False, befo
             before()
         clock = SqlClock()
         with connection.execute_wrapper(clock):
+            cpu = time.process_time()
             seconds, response = timed(lambda: client.get(url, **headers))
+            cpus.append((time.process_time() - cpu) * 1000)
         assert response.status_code == 200
         walls.append(seconds * 1000)
         sqls.append(clock.seconds * 1000)
         counts.append(clock.queries)
     return {
         "ms": statistics.median(walls),
+        "cpu_ms": statistics.median(cpus),  # this process's CPU time: what another's load leaves alone
         "sql_ms": statistics.median(sqls),
         "queries": max(counts),
         "kb": len(response.content) / 1024,
@@ -150,11 +155,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--rounds", type=int, default=1, help="measure both pages this many times")
     parser.add_argument(
+        "--only", choices=("appended",), help="measure only these rows (the first draws after appends)"
+    )
+    parser.add_argument(
         "--profile", choices=("warm", "cold", "appended"), help="print a cProfile of the full page"
     )
     parser.add_argument("--htmx", action="store_true", help="profile the htmx fragment instead")
     parser.add_argument("--sort", default="cumulative", help="the profile's order")
-    parser.add_argument("--sql", action="store_true", help="print the SQL of one full page")
+    parser.add_argument(
+        "--sql",
+        nargs="?",
+        const="warm",
+        choices=("warm", "appended"),
+        help="print the SQL of one full page (htmx: its fragment), or of the first draw after an append",
+    )
     args = parser.parse_args()
 
     start_django()
@@ -176,29 +190,37 @@ def main() -> None:
     database = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
     print(f"{database}: {n:,} entries indexed in {index_s:.1f} s; {url}")
 
+    steady = (
+        ("full page", {}, False),
+        ("htmx fragment", HTMX, False),
+        ("full, cold", {}, True),
+        ("htmx, cold", HTMX, True),
+    )
     for _ in range(args.rounds):
-        for name, headers, cold in (
-            ("full page", {}, False),
-            ("htmx fragment", HTMX, False),
-            ("full, cold", {}, True),
-            ("htmx, cold", HTMX, True),
-        ):
+        for name, headers, cold in steady if args.only is None else ():
             m = measure(client, url, headers, args.runs, cold)
             print(
                 f"{name:<14} {m['ms']:7.1f} ms p50 of {args.runs}  sql {m['sql_ms']:6.1f} ms  "
-                f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB"
+                f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB  "
+                f"cpu {m['cpu_ms']:6.1f} ms"
             )
         for name, headers in (("full, appended", {}), ("htmx, appended", HTMX)):
             tape.refresh_from_db()
             m = after_appends(client, tape, url, headers, args.runs)
             print(
                 f"{name:<14} {m['ms']:7.1f} ms p50 of {args.runs}  sql {m['sql_ms']:6.1f} ms  "
-                f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB"
+                f"other {m['ms'] - m['sql_ms']:6.1f} ms  {m['queries']:3d} queries  {m['kb']:.0f} KB  "
+                f"cpu {m['cpu_ms']:6.1f} ms"
             )
 
     if args.sql:
+        headers = HTMX if args.htmx else {}
+        if args.sql == "appended":
+            tape.refresh_from_db()
+            Appender(tape).append(APPENDED)
+            index.refresh(tape)
         with CaptureQueriesContext(connection) as asked:
-            client.get(url)
+            client.get(url, **headers)
         for q in asked.captured_queries:
             print(f"{q['time']:>7} {q['sql'][:220]}")
     if args.profile:

@@ -150,8 +150,9 @@ Turns = tuple[list[int], list[str], list[str], list[int | None]]  # pos, kind, n
 def _turns(tape: Tape, start: int, index: Rows | None) -> Turns:
     """The turn starts and reports after `start` that `_tail(tape, start, TURN_EVENTS)` reads, as
     what last_fit reads of them. Kept across appends: those read before (without their payloads)
-    are kept by the tape's index generation (pictures.generation), only the rows past them read."""
-    gen = pictures.generation(tape)
+    are kept by the tape's index generation (as `index` read it: pictures.generation_of), only
+    the rows past them read."""
+    gen = pictures.generation_of(tape, index)
     if gen is None:
         return _columns(_tail(tape, start, names=TURN_EVENTS, index=index)[0])
     also = (start, TURN_EVENTS, CAP_ROWS, CAP_BYTES, "pos length kind name prompt")
@@ -174,7 +175,7 @@ def _turns(tape: Tape, start: int, index: Rows | None) -> Turns:
         entries = {e.pos: e for e in timeline.read_rows(tape, read)}
         added = zip(*(_slim(r.pos, r.length, entries.get(r.pos)) for r in read), strict=True)
         seen = tuple((old + list(more))[-CAP_ROWS:] for old, more in zip(seen, added, strict=True))
-    if new and pictures.generation(tape) == gen:
+    if new and (pictures.is_snapshot(index) or pictures.generation(tape) == gen):
         cache.set(key, (new[-1].pos, seen), TURNS_SECONDS)
     pos, lengths, kind, name, prompt = seen
     first, size = len(pos), 0  # the newest rows within CAP_BYTES

@@ -8,8 +8,10 @@ tallies first, and opens only the chunks that can hold an answer, in the order i
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 import numpy as np
 import orjson
@@ -21,10 +23,11 @@ from .packing import Chunk, decode
 
 SUMMARIES = 16  # chunk summaries fetched at a time while walking a tape
 SUMMARY = ("id", "first_pos", "last_pos", "tally")
+_FIRST, _LAST = attrgetter("first_pos"), attrgetter("last_pos")
 
 
 @dataclass(frozen=True)
-class _Summary:
+class Summary:
     """A chunk as its row says without opening it."""
 
     id: int
@@ -105,20 +108,16 @@ class Rows:
         return [row for chunk, picked in self._walk(descending=False) for row in rows_of(chunk, picked)]
 
     def first(self) -> Row | None:
-        found = self.head(1)
-        return found[0] if found else None
+        return next(iter(self.head(1)), None)
 
     def last(self) -> Row | None:
-        found = self.tail(1)
-        return found[0] if found else None
+        return next(iter(self.tail(1)), None)
 
     def first_pos(self) -> int | None:
-        row = self.first()
-        return row.pos if row else None
+        return row.pos if (row := self.first()) else None
 
     def last_pos(self) -> int | None:
-        row = self.last()
-        return row.pos if row else None
+        return row.pos if (row := self.last()) else None
 
     def count(self) -> int:
         """How many, from the chunks' tallies where they answer it, opening only the others."""
@@ -157,7 +156,7 @@ class Rows:
             for pk, first, last, tally, columns, vocab in (
                 self._overlapping(tape).order_by("first_pos").values_list(*SUMMARY, "columns", "vocab")
             ):
-                summary = _Summary(pk, first, last, orjson.loads(tally))
+                summary = Summary(pk, first, last, orjson.loads(tally))
                 if self._may_hold(summary):
                     chunk = decode(bytes(columns), vocab)
                     picked = self._pick(chunk)
@@ -172,12 +171,15 @@ class Rows:
             for summary in self._summaries(tape, descending=descending):
                 if not self._may_hold(summary):
                     continue
-                chunk = _open(tape, summary)
+                chunk = self._open(tape, summary)
                 picked = self._pick(chunk) if chunk is not None else ()
                 if len(picked):
                     yield chunk, picked
 
-    def _summaries(self, tape: Tape, *, descending: bool, opened: bool = True) -> Iterator[_Summary]:
+    def _open(self, tape: Tape, summary: Summary) -> Chunk | None:
+        return _open(tape, summary)
+
+    def _summaries(self, tape: Tape, *, descending: bool, opened: bool = True) -> Iterator[Summary]:
         """The tape's chunks overlapping the range, nearest first: the nearest with its arrays when
         `opened` (most walks end there), then the others' summaries a few at a time."""
         chunks = self._overlapping(tape)
@@ -187,7 +189,7 @@ class Rows:
         if nearest is None:
             return
         pk, first, last, tally, *arrays = nearest
-        yield _Summary(
+        yield Summary(
             pk, first, last, orjson.loads(tally), decode(bytes(arrays[0]), arrays[1]) if arrays else None
         )
         edge = first
@@ -195,7 +197,7 @@ class Rows:
             page = chunks.filter(first_pos__lt=edge) if descending else chunks.filter(first_pos__gt=edge)
             found = list(page.order_by(order).values_list(*SUMMARY)[:SUMMARIES])
             for pk, first, last, tally in found:
-                yield _Summary(pk, first, last, orjson.loads(tally))
+                yield Summary(pk, first, last, orjson.loads(tally))
             if len(found) < SUMMARIES:
                 return
             edge = found[-1][1]
@@ -208,7 +210,7 @@ class Rows:
             chunks = chunks.filter(first_pos__lte=self.high)
         return chunks
 
-    def _may_hold(self, summary: _Summary) -> bool:
+    def _may_hold(self, summary: Summary) -> bool:
         return any(self._allows(key) for key in summary.tally)
 
     def _allows(self, key: str) -> bool:
@@ -243,11 +245,10 @@ def anchored(names: Sequence[str]) -> QuerySet[Tape]:
 
 
 def at(tape: Tape, pos: int) -> Row | None:
-    found = of(tape).at([pos])
-    return found[0] if found else None
+    return next(iter(of(tape).at([pos])), None)
 
 
-def _open(tape: Tape, summary: _Summary) -> Chunk | None:
+def _open(tape: Tape, summary: Summary) -> Chunk | None:
     """A chunk's arrays. Found by where it starts, not its id: the indexer may have replaced it with
     a longer one since its summary was read (then its new entries come too); None when the tape
     was reset meanwhile."""
@@ -270,25 +271,27 @@ class Snapshot(Rows):
         fields = {"low": self.low, "high": self.high, "where": self.conditions, **changes}
         return Snapshot(self.tapes[0], seen=self.seen, **fields)
 
-    def _walk(self, *, descending: bool) -> Iterator[tuple[Chunk, np.ndarray]]:
-        for summary in self._summaries(self.tapes[0], descending=descending):
-            if self._may_hold(summary):
-                chunk = self.seen[1][summary.first_pos] = _open(self.tapes[0], summary)
-                picked = self._pick(chunk) if chunk is not None else ()
-                if len(picked):
-                    yield chunk, picked
+    def _open(self, tape: Tape, summary: Summary) -> Chunk | None:
+        chunk = self.seen[1][summary.first_pos] = _open(tape, summary)
+        return chunk
 
-    def _summaries(self, tape: Tape, *, descending: bool, opened: bool = True) -> Iterator[_Summary]:
+    def chunks(self) -> Iterator[tuple[Chunk, np.ndarray]]:
+        """As Rows.chunks, from the chunks opened already when they are all it needs (no query)."""
+        wanted = [s for s in self._summaries(self.tapes[0], descending=False) if self._may_hold(s)]
+        if any(s.opened is None for s in wanted):
+            return super().chunks()
+        return ((s.opened, picked) for s in wanted if len(picked := self._pick(s.opened)))
+
+    def _summaries(self, tape: Tape, *, descending: bool, opened: bool = True) -> Iterator[Summary]:
         summaries, chunks = self.seen
         if not summaries:
             found = EntryChunk.objects.filter(tape=tape).order_by("first_pos").values_list(*SUMMARY)
-            summaries += [_Summary(pk, first, last, orjson.loads(tally)) for pk, first, last, tally in found]
-        inside = [
-            replace(s, opened=chunks[s.first_pos]) if s.first_pos in chunks else s
-            for s in summaries
-            if (self.low is None or s.last_pos >= self.low)
-            and (self.high is None or s.first_pos <= self.high)
-        ]
+            summaries += [Summary(pk, first, last, orjson.loads(tally)) for pk, first, last, tally in found]
+        # By bisection: the chunks are apart and in file order, so their first and last positions ascend.
+        lo = 0 if self.low is None else bisect_left(summaries, self.low, key=_LAST)
+        hi = len(summaries) if self.high is None else bisect_right(summaries, self.high, key=_FIRST)
+        inside = summaries[lo:hi]
+        inside = [replace(s, opened=chunks[s.first_pos]) if s.first_pos in chunks else s for s in inside]
         return reversed(inside) if descending else iter(inside)
 
 

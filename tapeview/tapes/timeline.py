@@ -162,7 +162,11 @@ def page(tape: Tape, only: str = "", **where) -> Page:
     else:
         # Counted over every row before the page: kept across appends, which leave those alone.
         turns = pictures.prefix_cached(
-            "turn-before", tape, lambda: _turn_before(index, first), (first,), _generation(index)
+            "turn-before",
+            tape,
+            lambda: _turn_before(index, first),
+            (first,),
+            pictures.generation_of(tape, index),
         )
         blocks = arrange(items, *turns)
     return Page(
@@ -176,13 +180,6 @@ def page(tape: Tape, only: str = "", **where) -> Page:
         blocks,
         index,
     )
-
-
-def _generation(index: Rows) -> int | None:
-    """pictures.generation as this page's snapshot of the index read it: the first of the chunk
-    summaries it read at once (no query of its own, and the same index its answers come from)."""
-    summaries = getattr(index, "seen", ([], {}))[0]  # rows.Snapshot's summaries, once read
-    return summaries[0].id if summaries else None
 
 
 def _turn_before(index: Rows, pos: int) -> tuple[int, bool]:

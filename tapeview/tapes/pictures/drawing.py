@@ -40,26 +40,19 @@ def _num(x: float) -> str:
 
 def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, opacity: str = "") -> SafeString:
     """A rectangle of a class; `fill` (and `opacity`) only for where pictures.css is not loaded."""
-    return format_html(
-        '<rect class="{}" x="{}" y="{}" width="{}" height="{}" fill="{}"{}/>',
-        cls,
-        _num(x),
-        _num(y),
-        _num(w),
-        _num(h),
-        fill,
-        format_html(' fill-opacity="{}"', opacity) if opacity else "",
+    # Plain text, no format_html: every value is a number or one of this module's words (escaped
+    # all the same, as django's escape does), and a draw makes hundreds of them.
+    shade = f' fill-opacity="{html.escape(opacity)}"' if opacity else ""
+    return mark_safe(
+        f'<rect class="{html.escape(cls)}" x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" '
+        f'height="{_num(h)}" fill="{html.escape(fill)}"{shade}/>'
     )
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start") -> SafeString:
-    return format_html(
-        '<text class="pic-label" x="{}" y="{}" text-anchor="{}" font-size="9" fill="{}">{}</text>',
-        _num(x),
-        _num(y),
-        anchor,
-        MUTED,
-        text,
+    return mark_safe(
+        f'<text class="pic-label" x="{_num(x)}" y="{_num(y)}" text-anchor="{html.escape(anchor)}" '
+        f'font-size="9" fill="{MUTED}">{html.escape(text)}</text>'
     )
 
 
@@ -113,10 +106,11 @@ LANES = {
 
 
 def _mark_title(m: Mark) -> str:
+    """The mark's title, escaped: only an anchor's name may hold what HTML must escape."""
     one, many = MARK_WORDS[m.what]
     where = f"#{m.first_pos:,}" if m.first_pos == m.last_pos else f"#{m.first_pos:,}–#{m.last_pos:,}"
-    named = f" {m.name}" if m.what == "anchor" and m.count == 1 and m.name else ""
-    return f"{_plural(m.count, one, many)}{named} at {where}"
+    named = f" {html.escape(m.name)}" if m.what == "anchor" and m.count == 1 and m.name else ""
+    return f"{m.count:,} {one if m.count == 1 else many}{named} at {where}"
 
 
 def strip(data: Marks, width: int = 1000) -> SafeString:
@@ -135,14 +129,16 @@ def strip(data: Marks, width: int = 1000) -> SafeString:
     lanes = {}
     for what, (y, h, least, fill) in LANES.items():
         w = max(step * 0.8, least)
-        lanes[what] = (w, f'" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" fill="{fill}"/></a>')
+        lanes[what] = (w, f'" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" fill="{fill}"/></a>', {})
     for m in data.marks:
-        w, rest = lanes[m.what]
-        x = min(max(m.bucket * step + step / 2 - w / 2, 0), width - w)
+        w, rest, xs = lanes[m.what]
+        x = xs.get(m.bucket)  # a bucket's place in its lane, worked out once a draw
+        if x is None:
+            x = xs[m.bucket] = _num(min(max(m.bucket * step + step / 2 - w / 2, 0), width - w))
         body.append(
-            f'<a href="{_at(m.first_pos)}" class="pic-mark" data-what="{m.what}" '
-            f'data-pos="{m.first_pos}"><title>{html.escape(_mark_title(m))}</title>'
-            f'<rect class="pic-{m.what}" x="{_num(x)}{rest}'
+            f'<a href="?at={m.first_pos}#e{m.first_pos}" class="pic-mark" data-what="{m.what}" '
+            f'data-pos="{m.first_pos}"><title>{_mark_title(m)}</title>'
+            f'<rect class="pic-{m.what}" x="{x}{rest}'
         )
     # role="group", not "img": an img's children are hidden from assistive technology, and
     # each mark here is a link.
@@ -196,13 +192,9 @@ def _phase_row(p: Phase, y: int, peak: int) -> SafeString:
     ]
     if rate is not None:
         shapes.append(_rect("pic-bar pic-cache", CACHE_X, y, CACHE_W * rate, BAR, OK))
-    return format_html(
-        '<a href="{}" class="pic-phase" data-index="{}" data-pos="{}"><title>{}</title>{}</a>',
-        _at(p.start_pos),
-        p.index,
-        p.start_pos,
-        _phase_title(p),
-        mark_safe("".join(shapes)),
+    return mark_safe(
+        f'<a href="{_at(p.start_pos)}" class="pic-phase" data-index="{p.index}" data-pos="{p.start_pos}">'
+        f"<title>{html.escape(_phase_title(p))}</title>{''.join(shapes)}</a>"
     )
 
 

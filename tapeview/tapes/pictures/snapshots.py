@@ -35,6 +35,6 @@ def snapshot(tape: Tape) -> rows.Rows:
 def _summaries(chunks: QuerySet[EntryChunk]) -> list:
     # rows.Snapshot's own reading of them (its summaries, given as `seen`, are read no more).
     return [
-        rows._Summary(pk, first, last, orjson.loads(tally))
+        rows.Summary(pk, first, last, orjson.loads(tally))
         for pk, first, last, tally in chunks.values_list(*rows.SUMMARY)
     ]

@@ -74,6 +74,21 @@ def generation(tape: Tape) -> int | None:
     return EntryChunk.objects.filter(tape=tape).order_by("first_pos").values_list("pk", flat=True).first()
 
 
+def generation_of(tape: Tape, index: rows.Rows | None) -> int | None:
+    """generation(tape) as `index`, the page's snapshot of the tape's rows, read it: the first of its
+    chunk summaries, read at once with the others (no query of its own, and the very index its
+    answers come from); asked of the database for any other selection."""
+    summaries = index.seen[0] if is_snapshot(index) else None
+    return summaries[0].id if summaries else generation(tape)
+
+
+def is_snapshot(index: rows.Rows | None) -> bool:
+    """Whether `index` is a snapshot (rows.Snapshot) whose summaries are read: what is worked out
+    from it is of the generation it read, and kept by that one (a reset after it was read lets
+    everything kept by it go), without asking the generation again after."""
+    return isinstance(index, rows.Snapshot) and bool(index.seen[0])
+
+
 def prefix_key(kind: str, tape: Tape, gen: int | None, also: tuple = ()) -> str:
     """A cache key for something of this tape that depends only on rows indexed already (rows
     before a position, an entry's card): it holds across appends, and a reset (another `gen`) or
@@ -147,20 +162,21 @@ def _bucketed(b: np.ndarray, buckets: int) -> np.ndarray:
     return np.bincount(np.clip(b, 0, buckets - 1), minlength=buckets)
 
 
-def marks(tape: Tape, buckets: int = STRIP_BUCKETS) -> Marks:
+def marks(tape: Tape, buckets: int = STRIP_BUCKETS, index: rows.Rows | None = None) -> Marks:
     """Where the anchors, errors and tool calls fall, in at most `buckets` buckets of positions
     (one per position on a shorter tape). Counted from the marked rows kept (_marked), at once:
     the strip drawn from them is what is kept until the tape changes, not these hundreds of marks
-    (pickled and read back at every draw, they cost more than counting them again)."""
-    return _marks(tape, buckets)
+    (pickled and read back at every draw, they cost more than counting them again). Asked of `index`
+    (the page's snapshot of the tape's rows) when given: after an append, the chunk it opened."""
+    return _marks(tape, buckets, index)
 
 
-def _marks(tape: Tape, buckets: int) -> Marks:
+def _marks(tape: Tape, buckets: int, index: rows.Rows | None) -> Marks:
     positions = max(tape.next_pos - 1, 0)
     buckets = min(buckets, positions)
     if buckets == 0:
         return Marks((), 0, 0)
-    kinds, names = _marked(tape)
+    kinds, names = _marked(tape, index)
     # The least name of a group, as min() of the names would say: by each name's rank among them.
     ranked = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int64)
@@ -195,40 +211,45 @@ def _marks(tape: Tape, buckets: int) -> Marks:
 Marked = tuple[tuple[tuple[np.ndarray, np.ndarray], ...], list[str]]
 
 
-def _marked(tape: Tape) -> Marked:
+def _marked(tape: Tape, index: rows.Rows | None) -> Marked:
     """Every anchor, error and tool call of the tape: its position and its name, by what it is.
     Those of the full chunks are kept across appends, until a reset (the indexer grows only the
     last chunk, and never changes a full one): after an append only the chunks past them are read,
     not a million rows again, and what is kept is written again only when another chunk is full.
 
-    The first reading (one query) keeps them without knowing the index's generation; the next one
-    learns it (reading them all again) and from then on reads only what was appended."""
+    Without a snapshot of the index, the first reading (one query) keeps them without knowing the
+    index's generation; the next one learns it (reading them all again) and from then on reads only
+    what was appended. With one, its generation is known from the start (generation_of)."""
     none = (np.zeros(0, np.int64), np.zeros(0, np.int32))
     empty: Marked = ((none,) * len(MARKS), [])
     key = prefix_key("marked-full", tape, None)  # not "marked": that kept one array of all kinds
     kept = cache.get(key)
-    if kept is None:
-        through, full, found = _read_marked(tape, 0, empty)
+    snapshotted = is_snapshot(index)
+    if kept is None and not snapshotted:
+        through, full, found = _read_marked(tape, index, 0, empty)
         cache.set(key, (None, through, full), CACHE_SECONDS)
         return found
-    gen = generation(tape)
+    gen = generation_of(tape, index)
     if gen is None:
         return empty
-    if kept[0] != gen:  # not learnt yet, or reset since
+    if kept is None or kept[0] != gen:  # not learnt yet, or reset since
         kept = (gen, 0, empty)
-    through, full, found = _read_marked(tape, kept[1], kept[2])
-    if (gen, through) != kept[:2] and generation(tape) == gen:  # no reset while they were read
+    through, full, found = _read_marked(tape, index, kept[1], kept[2])
+    # No reset while they were read: a snapshot's rows are of its generation (else asked again).
+    if (gen, through) != kept[:2] and (snapshotted or generation(tape) == gen):
         cache.set(key, (gen, through, full), CACHE_SECONDS)
     return found
 
 
-def _read_marked(tape: Tape, through: int, kept: Marked) -> tuple[int, Marked, Marked]:
+def _read_marked(
+    tape: Tape, index: rows.Rows | None, through: int, kept: Marked
+) -> tuple[int, Marked, Marked]:
     """The marked rows past `through` added to those `kept` (of full chunks): through where the
     full chunks read end, the marked rows of the full chunks, and all of them."""
     kinds, names = kept
     codes = {n: i for i, n in enumerate(names)}
     full, rest = [[pair] for pair in kinds], [[] for _ in MARKS]
-    marked = rows.of(tape).starting(through + 1)
+    marked = (index or rows.of(tape)).starting(through + 1)
     marked = marked.any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
     for chunk, picked in marked.chunks():
         c = chunk.columns

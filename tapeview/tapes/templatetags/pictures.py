@@ -6,6 +6,7 @@ from django import template
 
 from tapeview.tapes import phases, pictures
 from tapeview.tapes.models import Tape
+from tapeview.tapes.rows import Rows
 
 register = template.Library()
 
@@ -17,11 +18,12 @@ def tape_sparkline(tape: Tape) -> dict:
 
 
 @register.inclusion_tag("tapes/_strip.html")
-def tape_strip(tape: Tape) -> dict:
-    """The whole tape as a bar with its anchors, errors and tool calls; each mark jumps there."""
+def tape_strip(tape: Tape, index: Rows | None = None) -> dict:
+    """The whole tape as a bar with its anchors, errors and tool calls; each mark jumps there.
+    `index`: the page's snapshot of the tape's rows (timeline.Page.index), for the marks' rows."""
     # Drawn once per state of the tape's index: hundreds of marks are many small strings.
     return {
-        "svg": pictures.cached("strip-svg", tape, lambda: pictures.strip(pictures.marks(tape))),
+        "svg": pictures.cached("strip-svg", tape, lambda: pictures.strip(pictures.marks(tape, index=index))),
         "tape": tape,
     }
 

@@ -38,28 +38,45 @@ def _drawn(tape: Tape, sort: str) -> dict:
     """Up to a hundred rows of a long tape's phases, and the bars of its first phases (tokens and
     cache hit rate, tapes.pictures.phase_bars)."""
     rows = phases.ranked(tape, sort, PHASE_ROWS)
+    digests = [_digest(tape, p) for p in rows]
     every = len(rows) < PHASE_ROWS and all(p.anchor is None or p.anchor.phase_index for p in rows)
     if sort == "index" and every:
-        first = rows[: pictures.PHASE_BARS]  # all of them, in file order: what in_order would read
+        # All of them, in file order: what in_order would read.
+        first, shown = rows[: pictures.PHASE_BARS], digests[: pictures.PHASE_BARS]
     else:
         first, _ = phases.in_order(tape, limit=pictures.PHASE_BARS)
+        shown = [_digest(tape, p) for p in first]
     return {
-        "phase_rows_html": _rows_html(tape, sort, rows),
+        "phase_rows_html": _rows_html(tape, sort, rows, digests),
         "phase_shown": len(rows),
         "tokens_known": any(p.tokens is not None for p in rows),
-        "phase_bars_svg": pictures.phase_bars(first, phases.count(tape)),
+        "phase_bars_svg": _bars(tape, first, shown),
     }
 
 
-def _rows_html(tape: Tape, sort: str, rows: list[phases.Phase]) -> SafeString:
+def _bars(tape: Tape, first: list[phases.Phase], digests: list[str]) -> SafeString:
+    """The phase bars (tapes.pictures.phase_bars) of these phases, drawn again only when a phase
+    they show or the count of phases changes: an append that grows a phase past the first ones
+    shown, the most often, leaves them as they were."""
+    total = phases.count(tape)
+    digest = hashlib.blake2b(repr((digests, total)).encode(), digest_size=20).hexdigest()
+    key = f"tapeview:pictures:phase-bars:{tape.pk}"
+    kept = cache.get(key)
+    if kept is not None and kept[0] == digest:
+        return mark_safe(kept[1])  # drawn as SVG by pictures.phase_bars: safe
+    svg = pictures.phase_bars(first, total)
+    cache.set(key, (digest, str(svg)), ROWS_SECONDS)
+    return svg
+
+
+def _rows_html(tape: Tape, sort: str, rows: list[phases.Phase], digests: list[str]) -> SafeString:
     """The rows drawn (`tapes/_phase_rows.html`, one row at a time), each kept by a digest of what
     it shows: an append changes the phase the tape ends in, and the rows of the others are drawn
     as before. The rows kept are those of the table drawn last in this order."""
     key = f"tapeview:pictures:phase-rows:{tape.pk}:{sort}"
     kept = cache.get(key) or {}
     drawn = {}
-    for p in rows:
-        digest = _digest(tape, p)
+    for p, digest in zip(rows, digests, strict=True):
         found = kept.get(digest)
         if found is None:
             found = render_to_string("tapes/_phase_rows.html", {"tape": tape, "phase_rows": [p]})
