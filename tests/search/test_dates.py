@@ -3,7 +3,6 @@ time zones, never an undated one, nothing for dates the wrong way round."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -13,22 +12,9 @@ from tapeview.search import catchup, engine, filters
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 
+from .test_filters import write_tape
+
 FIVE_EAST = timezone(timedelta(hours=5))
-
-
-def write_tape(path: Path, dates: list[str | None]) -> None:
-    lines = []
-    for n, when in enumerate(dates, 1):
-        entry = {
-            "id": n,
-            "kind": "message",
-            "payload": {"role": "user", "content": f"needle e{n}"},
-            "meta": {},
-        }
-        if when is not None:
-            entry["date"] = when
-        lines.append(json.dumps(entry))
-    path.write_text("\n".join(lines) + "\n")
 
 
 def write_tapes(samples: Path) -> None:

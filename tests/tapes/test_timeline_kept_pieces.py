@@ -14,9 +14,9 @@ import pytest
 from django.test import override_settings
 
 from tapeview.tapes import budget, bulk, index
-from tapeview.tapes.models import Tape
 from tapeview.tapes.pictures import tallies
 
+from .test_timeline_appends import append
 from .test_timeline_speed_caches import HTMX, NAME, index_folder, session, without_tokens
 
 pytestmark = pytest.mark.django_db
@@ -51,13 +51,6 @@ def afresh(client, url: str, **headers) -> str:
     }
     with override_settings(CACHES=empty):
         return drawn(client, url, **headers)
-
-
-def append(folder: Path, tape: Tape, lines: list[str]) -> None:
-    with (folder / NAME).open("a", encoding="utf-8") as f:
-        f.write("".join(lines))
-    index.refresh(tape)
-    tape.refresh_from_db()
 
 
 def piece(html: str, pattern: str) -> str:
