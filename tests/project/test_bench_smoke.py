@@ -68,9 +68,9 @@ def test_the_search_engines_benchmark_prints_our_reading_and_each_engine(tmp_pat
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    figures = {
-        line[:44].strip(): line[44:].split() for line in done.stdout.splitlines()[2:] if line[:1] != "'"
-    }
+    # The table's rows: a step's name in 44 characters, then its figures (other lines are notes).
+    rows = [(line[:44].strip(), line[44:].split()) for line in done.stdout.splitlines()[2:]]
+    figures = {name: cells for name, cells in rows if cells and re.fullmatch(r"[\d.]+", cells[0])}
     assert "200 entries" in done.stdout.splitlines()[0], done.stdout
     for step in ("raw limit", "reading: catchup.entry_rows", "SQLite FTS5, as Tapeview", "SQLite FTS5 floor"):
         (cells,) = [cells for name, cells in figures.items() if name.startswith(step)]
