@@ -10,7 +10,8 @@ The same rows as bench/scale.py's, measured the same way, without the rest of it
   every line of the same file read in this run (bench/harness.py `raw_parse`);
 - search: `engine.search` (first page of hits) of bench/scale.py's 20 terms over the whole corpus,
   unfiltered and filtered by kind, date and source, against `grep -F -c -r TERM many big real`
-  timed per term in the same run; each term's time is the median of --runs calls.
+  timed per term in the same run; each term's time is the median of --runs rounds, a round
+  timing the term unfiltered and with each filter one after another (bench/scale.py search_times).
 
 With --keep DIR the searched database is kept in DIR (SQLite) and indexed only the first time; on
 PostgreSQL --keep uses the database TAPEVIEW_DATABASE_URL names (made if missing) and leaves it there,
@@ -26,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -35,13 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from bench import corpus  # noqa: E402
 from bench.harness import raw_parse, start_django, timed  # noqa: E402
-from bench.scale import TERMS, Row, print_table, search_result_rows, yes  # noqa: E402
-
-FILTERS = {
-    "kind": {"kinds": ["tool_call"]},
-    "date": {"since": corpus.NOW - timedelta(days=90)},
-    "source": {"source": "many"},
-}
+from bench.scale import FILTERS, TERMS, Row, print_table, search_result_rows, search_times, yes  # noqa: E402
 
 
 def main() -> int:
@@ -160,20 +154,15 @@ def search_rows(folder: Path, manifest: dict, args: argparse.Namespace) -> list[
     searched_database(folder, args.keep)
     from tapeview.search import engine
 
-    def p50_of(term: str, **filters: object) -> float:
-        return statistics.median(timed(lambda: engine.search(term, **filters))[0] for _ in range(args.runs))
-
     engine.search("warm up the connection and the page cache")
-    for term in TERMS:  # the page cache warm for every term, as grep's is after its first run
-        engine.search(term)
-    searched = {term: p50_of(term) for term in TERMS}
+    times = search_times(FILTERS, args.runs)
+    searched, filtered = times.pop(""), times
     tapes = [str(folder / part) for part in ("many", "big", "real")]
     grep = ["grep", "-F", "-c", "-r"]
     grepped = {
         term: timed(lambda t=term: subprocess.run([*grep, t, *tapes], capture_output=True))[0]
         for term in TERMS
     }
-    filtered = {name: {term: p50_of(term, **f) for term in TERMS} for name, f in FILTERS.items()}
     if args.terms:
         print("\n| term | unfiltered ms | " + " | ".join(f"{n} ms" for n in FILTERS) + " | grep ms |")
         print("| --- " * (3 + len(FILTERS)) + "|")
@@ -181,7 +170,7 @@ def search_rows(folder: Path, manifest: dict, args: argparse.Namespace) -> list[
             cells = [searched[term], *(filtered[n][term] for n in FILTERS), grepped[term]]
             print(f"| {term} | " + " | ".join(f"{s * 1000:.1f}" for s in cells) + " |")
     p50, grep_p50 = statistics.median(searched.values()), statistics.median(grepped.values())
-    medians = {name: statistics.median(times.values()) for name, times in filtered.items()}
+    medians = {name: statistics.median(per_term.values()) for name, per_term in filtered.items()}
     counts = manifest["counts"]
     entries = counts["tapes"]["entries"] + counts["big"]["entries"] + counts["real"]["entries"]
     return search_result_rows(entries, p50, grep_p50, medians)
