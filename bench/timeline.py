@@ -61,7 +61,6 @@ KEPT = (
     "phase-table",
     "phase-rows",
     "chunk-summaries",
-    "phase-bars-svg",
     "phase-bars",
 )
 APPENDED = 100  # entries a round of the "after append" rows writes

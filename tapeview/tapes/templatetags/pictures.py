@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from tapeview.tapes import phases, pictures
+from tapeview.tapes import pictures
 from tapeview.tapes.models import Tape
 from tapeview.tapes.rows import Rows
 
@@ -26,20 +26,3 @@ def tape_strip(tape: Tape, index: Rows | None = None) -> dict:
         "svg": pictures.cached("strip-svg", tape, lambda: pictures.strip(pictures.marks(tape, index=index))),
         "tape": tape,
     }
-
-
-@register.inclusion_tag("tapes/_phase_bars.html")
-def phase_bars(tape: Tape) -> dict:
-    """Tokens and cache hit rate per phase, in file order; each bar jumps to its phase."""
-    # Drawn once per state of the tape's index, as the strip: the phases change only with it.
-    return {"svg": pictures.cached("phase-bars-svg", tape, lambda: _phase_bars(tape), _phases_kept(tape))}
-
-
-def _phase_bars(tape: Tape) -> str:
-    found, _ = phases.in_order(tape, limit=pictures.PHASE_BARS)
-    return pictures.phase_bars(found, phases.count(tape))
-
-
-def _phases_kept(tape: Tape) -> tuple:
-    """What the indexer keeps on the tape about its phases, besides the anchor rows."""
-    return (tape.phase_count, tape.lead_phase)
