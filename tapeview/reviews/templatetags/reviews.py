@@ -14,6 +14,7 @@ from .. import ledger
 from ..models import Review
 
 register = template.Library()
+BOX_TEMPLATE = "reviews/_entry_reviews.html"
 
 # The current reviews of a tape by position, once per request: the timeline asks for each entry.
 _boards: WeakKeyDictionary[HttpRequest, dict[str, dict[int, list[Review]]]] = WeakKeyDictionary()
@@ -36,6 +37,18 @@ def entry_reviews(context: template.Context, tape: Tape | None, entry: Entry | N
             boards[tape.key] = ledger.current_by_pos(tape)
         board = boards[tape.key]
     return ledger.mark(board.get(entry.pos, []))
+
+
+@register.simple_tag(takes_context=True)
+def entry_reviews_html(context: template.Context, tape: Tape | None, entry: Entry | None) -> str:
+    """An entry's reviews on the timeline, and the form to add one for those who may write
+    (`reviews/_entry_reviews.html`); nothing for an entry with neither. A tag, not an include: the
+    timeline draws one for each of its dozens of entries, most of them with nothing to show."""
+    shown = entry_reviews(context, tape, entry)
+    if shown is None or not (shown or context.get("can_write")):
+        return ""
+    with context.push(tape=tape, entry=entry, shown=shown):
+        return context.template.engine.get_template(BOX_TEMPLATE).render(context)
 
 
 @register.simple_tag
