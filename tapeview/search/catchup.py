@@ -4,7 +4,8 @@ Indexing a tape (tapes.index) is parsing and a row per entry; tokenising the tex
 that, so it is a second pass, run by the background indexer when it has nothing else to do, by
 `tapeview index` when it is done, by the search page where no indexer runs, and at once for a small
 append. Each tape's progress (SearchedTape) is committed with each batch of docs: a killed pass goes on
-where it stopped, and a doc's id (tape << 32 | pos) is its place, so nothing is ever there twice.
+where it stopped, and a doc's id (tape << 32 | pos) is its place, so nothing is ever there twice. Lines
+are read by the lane (search.lane: most Bub lines without an Entry).
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from pathlib import Path
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from tapeview.sources import Entry, TapeNotFound, reader
+from tapeview.sources import TapeNotFound
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape, db_text
 
 from . import backends
-from .docs import LAST_POS, SHIFT, date_text, fetch, tags, tape_span
+from .docs import LAST_POS, SHIFT, fetch, tags, tape_span
+from .lane import Doc, tape_docs
 from .models import SearchedTape
-from .text import entry_text
 
 log = logging.getLogger("tapeview.search")
 Engine = backends.SQLite | backends.PostgreSQL
@@ -117,17 +118,10 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
     except IntegrityError:  # the tape was deleted meanwhile
         return 0
     made = 0
-    entries = _unsearched(tape, mark)
     try:
-        while True:
-            batch = _Batch(entries)
-            # Rows are made as the entries are read: a batch never holds its entries (their payloads
-            # are thousands of objects each for the garbage collector to walk), only their rows.
-            rows = entry_rows(backend, tape, batch)
-            if not batch.size:
-                break
-            _commit(backend, tape, mark, rows, batch)
-            made += batch.size
+        for rows, size, offset, next_pos in _batches(backend, tape, mark):
+            _commit(backend, tape, mark, rows, offset, next_pos)
+            made += size
             if deadline is not None and time.monotonic() >= deadline:
                 break
     except Overtaken:
@@ -137,45 +131,61 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
     return made
 
 
-def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Entry]:
-    """The entries of the offset index that are not searchable yet, read from the file: from the
-    mark on for an append-only tape, else the file again from its start."""
+def _batches(backend: Engine, tape: Tape, mark: SearchedTape) -> Iterator[tuple]:
+    """The rows of the entries not yet searchable, a batch at a time, each with its size and where it
+    ends (offset, next_pos)."""
+    docs = _unsearched(tape, mark)
+    while True:
+        batch = _Batch(docs)
+        # Rows are made as the lines are read: a batch never holds their parsed JSON (thousands of
+        # objects each for the garbage collector to walk), only their rows.
+        rows = entry_rows(backend, tape, batch)
+        if not batch.size:
+            return
+        yield rows, batch.size, batch.offset, batch.next_pos
+
+
+def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
+    """The docs of the offset index's entries that are not searchable yet, read from the file: from
+    the mark on for an append-only tape, else the file again from its start."""
     if tape.append_only:
         if tape.inode is not None and os.stat(tape.path).st_ino != tape.inode:
             return  # replaced: the indexer resets the tape, and its search progress with it
-        entries: Iterable[Entry] = reader(tape.kind).scan(Path(tape.path), mark.offset, mark.next_pos)
+        docs = tape_docs(tape.kind, Path(tape.path), mark.offset, mark.next_pos)
     else:
-        entries = reader(tape.kind).scan(Path(tape.path))
-    for e in entries:
-        if e.pos >= tape.next_pos:
+        docs = tape_docs(tape.kind, Path(tape.path))
+    last, first = tape.next_pos, mark.next_pos
+    for doc in docs:
+        if doc[0] >= last:
             return  # not in the offset index yet: a page could not show it
-        if e.pos >= mark.next_pos:
-            yield e
+        if doc[0] >= first:
+            yield doc
 
 
 class _Batch:
-    """The next entries of a tape, up to BATCH of them or BATCH_BYTES of the file, as they are read;
-    then where they end (`offset`, `next_pos`)."""
+    """The docs of a tape's next entries, up to BATCH of them or BATCH_BYTES of the file, as they are
+    read; then where they end (`offset`, `next_pos`)."""
 
-    def __init__(self, entries: Iterator[Entry]) -> None:
-        self.entries = entries
+    def __init__(self, docs: Iterator[Doc]) -> None:
+        self.docs = docs
         self.size = 0
         self.offset = self.next_pos = 0
 
-    def __iter__(self) -> Iterator[Entry]:
+    def __iter__(self) -> Iterator[Doc]:
         read = 0
-        for e in self.entries:
+        for doc in self.docs:
             self.size += 1
-            self.offset, self.next_pos = e.offset + e.length, e.pos + 1
-            yield e
-            read += e.length
+            self.offset, self.next_pos = doc[1] + doc[2], doc[0] + 1
+            yield doc
+            read += doc[2]
             if self.size >= BATCH or read >= BATCH_BYTES:
                 return
 
 
-def _commit(backend: Engine, tape: Tape, mark: SearchedTape, rows: list[tuple], batch: _Batch) -> None:
+def _commit(
+    backend: Engine, tape: Tape, mark: SearchedTape, rows: list[tuple], offset: int, next_pos: int
+) -> None:
     """A batch's docs and the progress they make, in one transaction, or neither."""
-    offset, next_pos = batch.offset, batch.next_pos
     with transaction.atomic():
         moved = SearchedTape.objects.filter(tape_id=tape.pk, offset=mark.offset, next_pos=mark.next_pos)
         if not moved.update(offset=offset, next_pos=next_pos):
@@ -186,45 +196,40 @@ def _commit(backend: Engine, tape: Tape, mark: SearchedTape, rows: list[tuple], 
     mark.offset, mark.next_pos = offset, next_pos
 
 
-def entry_rows(backend: Engine, tape: Tape, entries: Iterable[Entry]) -> list[tuple]:
+def entry_rows(backend: Engine, tape: Tape, docs: Iterable[Doc]) -> list[tuple]:
     tape_id, source, row = tape.pk, tape.source, backend.row
+    last_system = _last_system.get(tape_id)
+    rows = []
     # Positional, in the order of docs.COLUMNS: this runs once per entry of every tape.
-    return [
-        row(
-            tape_id << SHIFT | e.pos,
-            _searchable(tape_id, e),
-            tags(source, kind, name),
-            "entry",
-            tape_id,
-            e.pos,
-            None,
-            "",
-            source,
-            kind,
-            name[:200],
-            date_text(e.date),
+    for pos, _, _, kind, name, text, day in docs:
+        if pos > LAST_POS:
+            continue
+        if kind == "system":
+            # Bub writes the whole system prompt again for every LLM call: a copy of the one before
+            # is indexed by its kind alone.
+            digest = hash(text)
+            if digest == last_system:
+                text = kind
+            last_system = _last_system[tape_id] = digest
+        if "\x00" in kind or "\x00" in name:  # as the database keeps them (tapes.models.db_text)
+            kind, name = db_text(kind), db_text(name)
+        rows.append(
+            row(
+                tape_id << SHIFT | pos,
+                text,
+                tags(source, kind, name),
+                "entry",
+                tape_id,
+                pos,
+                None,
+                "",
+                source,
+                kind,
+                name[:200],
+                day,
+            )
         )
-        for e in entries
-        if e.pos <= LAST_POS
-        for kind, name in [_plain(e.kind, e.name)]
-    ]
-
-
-def _plain(kind: str, name: str) -> tuple[str, str]:
-    """An entry's kind and name as the database keeps them (tapes.models.db_text)."""
-    if "\x00" in kind or "\x00" in name:
-        return db_text(kind), db_text(name)
-    return kind, name
-
-
-def _searchable(tape_id: int, entry: Entry) -> str:
-    text = entry_text(entry)
-    if entry.kind == "system":
-        digest = hash(text)
-        if _last_system.get(tape_id) == digest:
-            return entry.kind
-        _last_system[tape_id] = digest
-    return text
+    return rows
 
 
 def forget_tape(tape_id: int) -> None:

@@ -156,8 +156,13 @@ def entry_text(entry: Any) -> str:
     head = f"{entry.kind} {entry.name}".strip()
     if not entry.readable:
         return f"{head} {entry.problem}\n{entry.preview}"[:LIMIT]
+    return payload_text(head, entry.payload)
+
+
+def payload_text(head: str, payload: Any) -> str:
+    """The searchable text of a readable entry whose kind and name are `head`."""
     out: list[str] = [head]
-    _collect(entry.payload, out, LIMIT - len(head), 0)
+    _collect(payload, out, LIMIT - len(head), 0)
     return "\n".join(out)[:LIMIT]
 
 
