@@ -13,12 +13,14 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+import numpy as np
 from django.db import connection
 
 COLUMNS = "doc, tape_id, pos, store_id, item, source, kind, name, date"
 FIRST_ID, LAST_ID = -(1 << 63), (1 << 63) - 1
 SHIFT = 32
 LAST_POS = (1 << SHIFT) - 1
+BITMAP_IDS = 1 << 21  # tape ids a Picked's bitmap covers at most (a 2 MB blob); past them, a subquery
 
 
 def tape_span(tape_id: int, first: int = 0, last: int = LAST_POS) -> tuple[int, int]:
@@ -27,6 +29,30 @@ def tape_span(tape_id: int, first: int = 0, last: int = LAST_POS) -> tuple[int, 
 
 def store_span(store_id: int) -> tuple[int, int]:
     return -(store_id << SHIFT | LAST_POS), -(store_id << SHIFT)
+
+
+@dataclass(frozen=True)
+class Picked:
+    """The tapes a query of the tapes table picks (its SQL selects their ids as `pk`)."""
+
+    sql: str
+    params: tuple
+
+    def bitmap(self) -> bytes | None:
+        """Byte n is 1 for tape n: a doc's tape is one byte read (SQLite's substr of a blob), where an
+        IN list looks each one up in a b-tree. Measured at scale 1, a 90-day filter keeping 2,400
+        tapes: 0.9 ms to make, then the walk of a common word 1 ms slower, not 2.7 ms (the tapes'
+        ids as a list bound to the query: 2.6 ms more to read and bind; IN a subquery: 2.7 ms).
+        b"" when no tape is picked; None when their ids run past BITMAP_IDS."""
+        listed = fetch(f"SELECT group_concat(pk) FROM ({self.sql})", list(self.params))[0][0]
+        if not listed:
+            return b""
+        ids = np.array(listed.split(","), dtype=np.int64)
+        if ids.max() >= BITMAP_IDS:
+            return None
+        bits = np.zeros(int(ids.max()) + 1, dtype=np.uint8)
+        bits[ids] = 1
+        return bits.tobytes()
 
 
 @dataclass
@@ -70,7 +96,8 @@ class Where:
         self.tags: list[tuple[str, ...]] = []  # each: one of these tags
         self.conditions: list[str] = []
         self.params: list[object] = []
-        self.tapes: list[tuple[bool, list[int], bool]] = []  # (keep, tape ids, redundant): see of_tapes
+        self.tapes: list[tuple[bool, list[int] | Picked, bool]] = []  # (keep, tapes, redundant): see of_tapes
+        self.bitmaps: dict[Picked, bytes | None] = {}  # made once for this query and its narrowings
         self.between: tuple[str, str] = ("", "")  # the dates of `dates` as text, "" where open
 
     def add(self, condition: str, *params: object) -> None:
@@ -90,25 +117,40 @@ class Where:
         where = Where()
         where.first, where.last, where.tags = self.first, self.last, self.tags
         where.conditions, where.params, where.tapes = self.conditions, self.params, self.tapes
+        where.bitmaps = self.bitmaps
         where.between = self.between
         where.span(first, last)
         return where
 
-    def of_tapes(self, ids: list[int], *, keep: bool, redundant: bool = False) -> None:
+    def of_tapes(self, ids: list[int] | Picked, *, keep: bool, redundant: bool = False) -> None:
         """Only the docs of these tapes (`keep`), or only those of the others: told by the doc's id
         alone, so the engine never reads a row, nor walks a tag, to keep or drop a doc. A
         `redundant` list says again what other conditions say: an engine may leave it out."""
-        if ids or keep:
+        if ids or keep:  # a Picked is always true
             self.tapes.append((keep, ids, redundant))
+
+    def bitmap(self, picked: Picked) -> bytes | None:
+        """The Picked's bitmap, made once for this query and its narrowings."""
+        if picked not in self.bitmaps:
+            self.bitmaps[picked] = picked.bitmap()
+        return self.bitmaps[picked]
 
     def tapes_sql(self, id_column: str, *, placeholders: bool, redundant: bool) -> tuple[str, list]:
         """The tape conditions on `id_column` (with the `redundant` ones or not): each list as %s
-        placeholders (SQLite), else one array."""
+        placeholders and each Picked as a bitmap (SQLite), else one array and a subquery."""
         sql, params = [], []
         for keep, ids, again in self.tapes:
             if again and not redundant:
                 continue
-            if placeholders:
+            if isinstance(ids, Picked) and placeholders and (bits := self.bitmap(ids)) is not None:
+                # A doc of a tape past the blob's end reads b"": not kept. (A memory doc's negative id
+                # would count from the end: a tape's Where spans positive ids only.)
+                sql.append(f"substr(%s, ({id_column} >> {SHIFT}) + 1, 1) {'=' if keep else '<>'} x'01'")
+                params.append(bits)
+            elif isinstance(ids, Picked):
+                sql.append(f"({id_column} >> {SHIFT}) {'' if keep else 'NOT '}IN ({ids.sql})")
+                params += ids.params
+            elif placeholders:
                 listed = ", ".join(["%s"] * len(ids)) or "NULL"
                 sql.append(f"({id_column} >> {SHIFT}) {'' if keep else 'NOT '}IN ({listed})")
                 params += ids

@@ -5,17 +5,15 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Q, Sum
+from django.db.models import Sum
 
 from tapeview.reviews import ledger
 from tapeview.tapes.models import Tape
 
-from .docs import LAST_ID, LAST_POS, SHIFT, Where, tape_span
+from .docs import LAST_ID, LAST_POS, SHIFT, Picked, Where, tape_span
 
 REVIEWED_LIMIT = 5000  # reviewed entries a search narrows to: far more than operators review by hand
-# Tapes a filter names by id at most; past it the filter reads the docs' own columns. At the issue's
-# size a 90-day date filter keeps ~2,600 of 10,000 tapes: listed, its p50 fell from 1.8x to 1.4x the
-# unfiltered one on SQLite (bench/search_rate.py, scale 1). PostgreSQL leaves a date's list out.
+# Tapes a source filter names by id at most; past it the filter reads the docs' own columns.
 TAPE_LIST = 5000
 
 
@@ -91,21 +89,24 @@ def _of_source(where: Where, source: str) -> None:
 
 
 def _dated(where: Where, since: date | None, until: date | None) -> bool:
-    """The tapes with no entry between the dates left out by their ids (their first and last
-    dates say so), so their matches are dropped without a look at their dates; False when no
-    tape has one."""
-    outside = Q(last_at__isnull=True)
+    """Only the docs of the tapes with an entry between the dates (their first and last dates say
+    so), so a match of any other tape is dropped by its id, without a look at its date; False when
+    no tape has one. SQLite tells a doc's tape by a bitmap of their ids (docs.Picked), made once a
+    search; PostgreSQL, reading each candidate's row anyway, checks its date alone."""
+    kept = Tape.objects.filter(last_at__isnull=False)
     if since:
-        outside |= Q(last_at__lt=_aware(since))
+        kept = kept.filter(last_at__gte=_aware(since))
     if until:
         end = until + (timedelta(microseconds=1) if isinstance(until, datetime) else timedelta(days=1))
-        outside |= Q(first_at__gte=_aware(end))
-    for keep, tapes in ((True, Tape.objects.exclude(outside)), (False, Tape.objects.filter(outside))):
-        ids = list(tapes.values_list("pk", flat=True)[: TAPE_LIST + 1])
-        if len(ids) <= TAPE_LIST:
-            where.of_tapes(ids, keep=keep, redundant=True)
-            return bool(ids) or not keep
-    return True
+        kept = kept.filter(first_at__lt=_aware(end))
+    picked = Picked(*kept.values("pk").query.sql_with_params())
+    if connection.vendor == "sqlite":
+        found = where.bitmap(picked) != b""  # the engine's own test of a doc's tape (docs.Picked)
+    else:
+        found = kept.values_list("pk", flat=True).first() is not None  # by id: the first comes soon
+    if found:
+        where.of_tapes(picked, keep=True, redundant=True)
+    return found
 
 
 def _aware(value: date) -> datetime:

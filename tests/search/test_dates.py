@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tapeview.search import catchup, engine, filters
+from tapeview.search import catchup, docs, engine
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 
@@ -64,13 +64,15 @@ CASES = [
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("tape_list", [filters.TAPE_LIST, 0], ids=["tapes-listed", "too-many-tapes-to-list"])
+@pytest.mark.parametrize(
+    "bitmap_ids", [docs.BITMAP_IDS, 1], ids=["tapes-as-bitmap", "tape-ids-past-a-bitmap"]
+)
 @pytest.mark.parametrize("dates, expected", CASES)
 def test_a_date_filter_keeps_the_entries_dated_within_it_to_the_moment(
-    dated, dates, expected, tape_list, monkeypatch
+    dated, dates, expected, bitmap_ids, monkeypatch
 ):
-    # With more tapes than TAPE_LIST the filter reads only the docs' dates: the same entries.
-    monkeypatch.setattr(filters, "TAPE_LIST", tape_list)
+    # On SQLite the tapes in range are a bitmap of their ids, or past BITMAP_IDS a subquery: the same entries.
+    monkeypatch.setattr(docs, "BITMAP_IDS", bitmap_ids)
     assert found(**dates) == expected
     assert engine.count("needle", **dates).total == len(expected)
 
