@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 import orjson
+from django.conf import settings
 from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
@@ -274,6 +275,17 @@ def _db_datetime() -> Callable[[datetime], object]:
     """A date as DateTimeField prepares it for this database (USE_TZ: a naive one is taken in the
     default zone, as the field does, without its warning)."""
     adapt, zone = connection.ops.adapt_datetimefield_value, timezone.get_default_timezone()
+    if connection.vendor == "sqlite" and settings.USE_TZ:
+        # SQLite's adapt_datetimefield_value inlined (make_naive in the connection's zone, then str):
+        # three dates an anchor row, thousands of rows a tape.
+        stored_in = connection.timezone
+
+        def on_sqlite(value: datetime) -> object:
+            if value.tzinfo is None or value.utcoffset() is None:
+                value = timezone.make_aware(value, zone)
+            return str(value.astimezone(stored_in).replace(tzinfo=None))
+
+        return on_sqlite
 
     def prepared(value: datetime) -> object:
         if value.tzinfo is None or value.utcoffset() is None:

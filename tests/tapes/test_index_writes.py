@@ -5,12 +5,15 @@ PostgreSQL a batch does not wait for the disk and ANALYZE leaves the chunks' arr
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import warnings
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
 from django.db import connection
+from django.db.models import DateTimeField
 from django.test.utils import CaptureQueriesContext
 
 from tapeview.sources import parse_sources
@@ -176,3 +179,28 @@ def test_roles_are_stored_as_json_as_the_model_would(tmp_path: Path) -> None:
         stored = [r[0] for r in cursor.fetchall()]
     decoded = [json.loads(r) if isinstance(r, str) else r for r in stored]
     assert decoded[0] == decoded[1] and stored[0] == stored[1]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/New_York"])
+def test_anchor_dates_are_stored_as_the_field_stores_them(settings, zone):
+    """The anchor rows' dates (bulk._db_datetime, inlined on SQLite) are what DateTimeField would
+    write for every kind of date an agent's line gives: UTC, other offsets, naive, whole seconds,
+    around a DST change, whatever the default time zone."""
+    settings.TIME_ZONE = zone
+    field = DateTimeField()
+    field.set_attributes_from_name("date")
+    dates = [
+        datetime(2026, 11, 22, 1, 37, 38, 956160, tzinfo=UTC),
+        datetime(2026, 11, 22, 1, 37, 38, tzinfo=UTC),
+        datetime(2026, 11, 22, 1, 37, 38, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        datetime(2026, 3, 8, 2, 30, tzinfo=ZoneInfo("America/New_York")),
+        datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=ZoneInfo("America/New_York")),
+        datetime(1, 1, 1, 0, 0, 1, tzinfo=UTC),
+    ]
+    prepared = bulk._db_datetime()
+    for value in dates:
+        assert prepared(value) == field.get_db_prep_value(value, connection), value
+    naive = datetime(2026, 11, 22, 1, 37, 38, 956160)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the field warns of a naive date; the bulk path does not
+        assert prepared(naive) == field.get_db_prep_value(naive, connection)
