@@ -206,20 +206,31 @@ class PostgreSQL:
             return ""
         return " & ".join([f"({words})", *("(" + " | ".join(alts) + ")" for alts in where.tags)])
 
-    def _matching(self, query: str, where: Where, limit: int, walk: bool = False) -> tuple[str, list]:
+    def _matching(
+        self, query: str, where: Where, limit: int, walk: bool = False, spans: tuple[str, str] | None = None
+    ) -> tuple[str, list]:
         """The newest `limit` matching docs: the planner walks the primary key down for a common word
-        and takes the GIN index for a rare one (ANALYZE tells it which is which)."""
+        and takes the GIN index for a rare one (ANALYZE tells it which is which); a `walk` of `spans`
+        (a date filter's tapes, see windows.Windows) walks only theirs."""
         # The date's tape list is left out: the row is read anyway, and a long array costs more per row
         # than the date it stands for (measured: 1.3-2x slower).
         tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
         # A `walk` the GIN index cannot answer: the function behind @@, which no index serves (a
         # phrase's estimate, far too low, would have the planner read every match of the table).
         match = "ts_match_vq(tsv, to_tsquery('simple', %s))" if walk else "tsv @@ to_tsquery('simple', %s)"
+        within, bounds = where.ids_sql("id") if not spans else ("id BETWEEN ranged.low AND ranged.high", [])
         sql = (
             f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE {match} "
-            f"AND id BETWEEN %s AND %s AND {tapes} AND {where.sql} ORDER BY id DESC LIMIT %s"
+            f"AND {within} AND {tapes} AND {where.sql} ORDER BY id DESC LIMIT %s"
         )
-        return sql, [query, where.first, where.last, *tape_ids, *where.params, limit]
+        params = [query, *bounds, *tape_ids, *where.params, limit]
+        if spans:  # walked range by range, newest first: the nested loop keeps the order of the ranges
+            ranges = "unnest(%s::bigint[], %s::bigint[]) AS ranged(low, high)"
+            sql, params = (
+                f"SELECT walked.* FROM {ranges}, LATERAL ({sql}) AS walked LIMIT %s",
+                [*spans, *params, limit],
+            )
+        return sql, params
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
         """The newest candidates ranked. Where the statistics say the query matches neither most docs
@@ -230,22 +241,21 @@ class PostgreSQL:
         wanted = candidates(limit, offset)
         found: list[Found] = []
         ranges = windows.Windows(where, wanted, terms(q))
-        for first, last in ranges:
-            inner, params = self._matching(
-                query, where.narrowed(first, last), wanted - len(found), ranges.walk
-            )
-            # Normalization 1 divides by the log of the doc's length, as bm25 weighs long docs down.
-            sql = (
-                f"SELECT id, {COLUMNS}, ts_rank(tsv, to_tsquery('simple', %s), 1) AS score "
-                f"FROM ({inner}) AS found ORDER BY {_order(order)}"
-            )
-            if ranges.taken == 1 and first == where.first:  # one range: the page is all it returns
-                return [
-                    Found(*row)
-                    for row in fetch(f"{sql} LIMIT %s OFFSET %s", [pg_query(q), *params, limit, offset])
-                ]
-            found += [Found(*row) for row in fetch(sql, [pg_query(q), *params])]
-            ranges.found = len(found)
+        with windows.serial(ranges.buckets > 0):
+            for first, last, spans, tapes in ranges:
+                window = where.within(spans, tapes, first, last)
+                walked = ranges.spans() if ranges.walk and ranges.tapes else None
+                inner, params = self._matching(query, window, wanted - len(found), ranges.walk, walked)
+                # Normalization 1 divides by the log of the doc's length, as bm25 weighs long docs down.
+                sql = (
+                    f"SELECT id, {COLUMNS}, ts_rank(tsv, to_tsquery('simple', %s), 1) AS score "
+                    f"FROM ({inner}) AS found ORDER BY {_order(order)}"
+                )
+                if ranges.taken == 1 and first == where.first:  # one range: the page is all it returns
+                    page = fetch(f"{sql} LIMIT %s OFFSET %s", [pg_query(q), *params, limit, offset])
+                    return [Found(*row) for row in page]
+                found += [Found(*row) for row in fetch(sql, [pg_query(q), *params])]
+                ranges.found = len(found)
         if ranges.taken > 1:
             if order == "relevance":
                 found.sort(key=lambda r: (r.score, r.id), reverse=True)

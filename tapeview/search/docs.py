@@ -33,10 +33,12 @@ def store_span(store_id: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Picked:
-    """The tapes a query of the tapes table picks (its SQL selects their ids as `pk`)."""
+    """The tapes a query of the tapes table picks (its SQL selects their ids as `pk`; `sized`, the
+    same query, selects their entries as `next_pos` besides)."""
 
     sql: str
     params: tuple
+    sized: str = ""
 
     def bitmap(self) -> bytes | None:
         """Byte n is 1 for tape n: a doc's tape is one byte read (SQLite's substr of a blob), where an
@@ -47,12 +49,22 @@ class Picked:
         listed = fetch(f"SELECT group_concat(pk) FROM ({self.sql})", list(self.params))[0][0]
         if not listed:
             return b""
-        ids = np.array(listed.split(","), dtype=np.int64)
+        ids = np.fromstring(listed, dtype=np.int64, sep=",")  # 0.13 ms sooner than np.array of the split
         if ids.max() >= BITMAP_IDS:
             return None
         bits = np.zeros(int(ids.max()) + 1, dtype=np.uint8)
         bits[ids] = 1
         return bits.tobytes()
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """The picked tapes' ids and entries, the highest id first (on PostgreSQL; as text, which
+        numpy reads in a tenth of the time the driver takes over two arrays of 2,400 numbers)."""
+        listed = fetch(
+            f"SELECT string_agg(pk || ',' || next_pos, ',' ORDER BY pk DESC) FROM ({self.sized}) AS picked",
+            list(self.params),
+        )[0][0]
+        pairs = np.fromstring(listed or "", dtype=np.int64, sep=",").reshape(-1, 2)
+        return list(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
 
 
 @dataclass
@@ -98,7 +110,10 @@ class Where:
         self.params: list[object] = []
         self.tapes: list[tuple[bool, list[int] | Picked, bool]] = []  # (keep, tapes, redundant): see of_tapes
         self.bitmaps: dict[Picked, bytes | None] = {}  # made once for this query and its narrowings
+        self.sized: dict[Picked, list[tuple[int, int]]] = {}  # likewise
         self.between: tuple[str, str] = ("", "")  # the dates of `dates` as text, "" where open
+        self.spans: list[tuple[int, int]] = []  # id ranges within first and last, one of which holds the doc
+        self.span_tapes: list[int] = []  # the tapes of those ranges (of gaps between them, none)
 
     def add(self, condition: str, *params: object) -> None:
         self.conditions.append(condition)
@@ -117,10 +132,30 @@ class Where:
         where = Where()
         where.first, where.last, where.tags = self.first, self.last, self.tags
         where.conditions, where.params, where.tapes = self.conditions, self.params, self.tapes
-        where.bitmaps = self.bitmaps
+        where.bitmaps, where.sized = self.bitmaps, self.sized
         where.between = self.between
         where.span(first, last)
         return where
+
+    def within(self, spans: list[tuple[int, int]] | None, tapes: list[int], first: int, last: int) -> Where:
+        """This Where narrowed, its docs in one of these id ranges of these tapes besides, if any
+        (PostgreSQL's windows of a date filter's tapes: see windows.Windows)."""
+        where = self.narrowed(first, last)
+        where.spans, where.span_tapes = spans or [], tapes
+        return where
+
+    def ids_sql(self, column: str) -> tuple[str, list]:
+        """The id range, or the spans within it, on `column`. Spans are written as numbers: 600 bound
+        values took the driver 3 ms to quote in. (Nor bounded by first and last again: PostgreSQL then
+        took 45 ms to plan 300 spans, 2 ms without.) Where the plan reads rows by the full-text index
+        alone (a phrase, its matches underestimated), each row is tested: first its tape against a
+        hashed array, then against the spans, those of the most docs first (at scale 1, a phrase's
+        33,000 matches in two windows: 300 ms tested against the spans alone, 75-100 ms so)."""
+        if not self.spans:
+            return f"{column} BETWEEN %s AND %s", [self.first, self.last]
+        tapes = "{" + ",".join(str(int(tape)) for tape in self.span_tapes) + "}"
+        spans = " OR ".join(f"{column} BETWEEN {int(a)} AND {int(b)}" for a, b in self.spans)
+        return f"({column} >> {SHIFT}) = ANY('{tapes}'::bigint[]) AND ({spans})", []
 
     def of_tapes(self, ids: list[int] | Picked, *, keep: bool, redundant: bool = False) -> None:
         """Only the docs of these tapes (`keep`), or only those of the others: told by the doc's id
@@ -129,11 +164,21 @@ class Where:
         if ids or keep:  # a Picked is always true
             self.tapes.append((keep, ids, redundant))
 
+    def picked(self) -> Picked | None:
+        """The tapes a date filter keeps (see filters._dated), if any."""
+        return next((ids for keep, ids, _ in self.tapes if keep and isinstance(ids, Picked)), None)
+
     def bitmap(self, picked: Picked) -> bytes | None:
         """The Picked's bitmap, made once for this query and its narrowings."""
         if picked not in self.bitmaps:
             self.bitmaps[picked] = picked.bitmap()
         return self.bitmaps[picked]
+
+    def sizes(self, picked: Picked) -> list[tuple[int, int]]:
+        """The Picked's sizes, read once for this query and its narrowings."""
+        if picked not in self.sized:
+            self.sized[picked] = picked.sizes()
+        return self.sized[picked]
 
     def tapes_sql(self, id_column: str, *, placeholders: bool, redundant: bool) -> tuple[str, list]:
         """The tape conditions on `id_column` (with the `redundant` ones or not): each list as %s

@@ -92,18 +92,21 @@ def _dated(where: Where, since: date | None, until: date | None) -> bool:
     """Only the docs of the tapes with an entry between the dates (their first and last dates say
     so), so a match of any other tape is dropped by its id, without a look at its date; False when
     no tape has one. SQLite tells a doc's tape by a bitmap of their ids (docs.Picked), made once a
-    search; PostgreSQL, reading each candidate's row anyway, checks its date alone."""
+    search; PostgreSQL, reading each candidate's row anyway, checks its date, and looks for its
+    candidates in those tapes' id ranges alone (windows.Windows)."""
     kept = Tape.objects.filter(last_at__isnull=False)
     if since:
         kept = kept.filter(last_at__gte=_aware(since))
     if until:
         end = until + (timedelta(microseconds=1) if isinstance(until, datetime) else timedelta(days=1))
         kept = kept.filter(first_at__lt=_aware(end))
-    picked = Picked(*kept.values("pk").query.sql_with_params())
-    if connection.vendor == "sqlite":
-        found = where.bitmap(picked) != b""  # the engine's own test of a doc's tape (docs.Picked)
-    else:
-        found = kept.values_list("pk", flat=True).first() is not None  # by id: the first comes soon
+    sql, params = kept.values("pk").query.sql_with_params()
+    if connection.vendor == "sqlite":  # each engine's own test of a doc's tape
+        picked = Picked(sql, params)
+        found = where.bitmap(picked) != b""
+    else:  # the same parameters; the sizes read only for windows of the tapes (windows.Windows)
+        picked = Picked(sql, params, kept.values("pk", "next_pos").query.sql_with_params()[0])
+        found = kept.exists()
     if found:
         where.of_tapes(picked, keep=True, redundant=True)
     return found
