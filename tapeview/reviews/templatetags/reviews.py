@@ -20,8 +20,7 @@ BOX_TEMPLATE = "reviews/_entry_reviews.html"
 _boards: WeakKeyDictionary[HttpRequest, dict[str, dict[int, list[Review]]]] = WeakKeyDictionary()
 
 
-@register.simple_tag(takes_context=True)
-def entry_reviews(context: template.Context, tape: Tape | None, entry: Entry | None) -> list[Review] | None:
+def _entry_reviews(context: template.Context, tape: Tape | None, entry: Entry | None) -> list[Review] | None:
     """The current reviews of this entry, orphans marked; None for what cannot be reviewed.
 
     An unfinished last line is not indexed yet, and has no position to review.
@@ -44,7 +43,7 @@ def entry_reviews_html(context: template.Context, tape: Tape | None, entry: Entr
     """An entry's reviews on the timeline, and the form to add one for those who may write
     (`reviews/_entry_reviews.html`); nothing for an entry with neither. A tag, not an include: the
     timeline draws one for each of its dozens of entries, most of them with nothing to show."""
-    shown = entry_reviews(context, tape, entry)
+    shown = _entry_reviews(context, tape, entry)
     if shown is None or not (shown or context.get("can_write")):
         return ""
     with context.push(tape=tape, entry=entry, shown=shown):
