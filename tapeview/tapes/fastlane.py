@@ -66,6 +66,7 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
         if plain:
             eid, kind, payload, date = obj.get("id"), obj.get("kind"), obj.get("payload"), obj.get("date")
             plain = type(eid) is int and kind in PLAIN_KINDS and type(payload) is dict and type(date) is str
+            plain = plain and eid < 2**63  # orjson reads ids to 2**64 - 1; past 63 bits is unreadable
         if plain:
             calls, name, data = 0, "", None
             if kind == "message":

@@ -49,6 +49,8 @@ def odd_lines(rng: random.Random, start: int) -> list[bytes]:
         b'{"id": true, "kind": "message", "payload": {"role": "user"}, "date": "' + d.encode() + b'"}\n',
         b'{"id": "7", "kind": "message", "payload": {}, "date": "' + d.encode() + b'"}\n',
         line(2**70, "message", {"role": "user"}, d),
+        line(2**63, "message", {"role": "user"}, d),
+        line(-(2**63) - 1, "system", {"content": "s"}, d),
         line(start, "message", {"role": 5}, d),
         line(start, "message", {"role": "r" * 60}, d),
         line(start, "message", "not a dict", d),
