@@ -170,7 +170,12 @@ def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
     """Append the strings in `value` to `out`, depth first; return the budget left."""
     # Runs for every value of every entry: _add inlined for the common case, a plain string.
     if isinstance(value, dict):
-        children: Any = [item for key, item in value.items() if key not in SKIP_KEYS]
+        # Most objects hold none of those keys: their values are taken as they are, with no list made.
+        children: Any = (
+            value.values()
+            if SKIP_KEYS.isdisjoint(value)
+            else [item for key, item in value.items() if key not in SKIP_KEYS]
+        )
     elif isinstance(value, list):
         children = value
     else:
