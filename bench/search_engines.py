@@ -13,7 +13,8 @@ the same tape in this run (bench/harness.py `raw_parse`):
   parse, searchable text, tags), the floor of any engine fed from Python, and the same over an
   Entry per line (the way the lane leaves to unusual lines and other agents' tapes);
 - each engine, the same docs inserted in batches of `catchup.BATCH`, each committed:
-  - SQLite FTS5 as Tapeview makes it (`search_doc`'s table), in a file of its own;
+  - SQLite FTS5 as Tapeview makes it (`search_doc`'s table and its `hashsize`), in a file of its own,
+    checkpointed as the pass does;
   - FTS5 with `detail=none` and no content: the cheapest FTS5 table (no phrases, no snippets);
   - tantivy (tantivy-py, one writer thread), when installed (`pip install tantivy`; not a
     dependency of Tapeview: this benchmark is the reason to look at it).
@@ -24,6 +25,7 @@ The last column is what the pass would reach with that engine: raw / (reading + 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sqlite3
 import sys
@@ -145,15 +147,22 @@ def batches(docs: list[tuple]) -> list[list[tuple]]:
 
 
 def sqlite_inserts(ddl: str, docs: list[tuple]) -> None:
+    # The FTS5 setting and the checkpoints of Tapeview's search pass (search.migrations, search.writes).
+    from tapeview.search.writes import WAL_PAGES
+
+    hashsize = importlib.import_module("tapeview.search.migrations.0003_faster_writes").HASHSIZE
     folder = Path(tempfile.mkdtemp(prefix="tapeview-bench-fts-"))
     try:
         db = sqlite3.connect(folder / "fts.sqlite3")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # as Tapeview's own connections (settings.py)
+        db.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}")  # as the search pass writes
         db.execute(ddl)
+        db.execute("INSERT INTO docs (docs, rank) VALUES ('hashsize', ?)", [hashsize])  # as migrated
         for batch in batches(docs):
             db.executemany("INSERT INTO docs (rowid, body, tags) VALUES (?, ?, ?)", batch)
             db.commit()
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         db.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -7,11 +7,15 @@ as the page asked for needs), so a word found in millions of docs costs what a r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TypeVar
+
 from django.db import IntegrityError, connection, transaction
 
-from . import windows
+from . import windows, writes
 from .docs import COLUMNS, Found, Where, fetch
-from .text import MARK, START, STOP, fts_body, fts_query, pg_body, pg_query, pg_words, terms
+from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
 CANDIDATES = 2000  # the newest matches ranked (by bm25 or ts_rank, or by date)
 SNIPPET_WORDS = 24
@@ -19,7 +23,7 @@ ELLIPSIS = "…"
 HEADLINE = (
     f'StartSel={START}, StopSel={STOP}, MaxFragments=2, MaxWords=20, MinWords=8, FragmentDelimiter=" … "'
 )
-META = COLUMNS.split(", ")
+T = TypeVar("T")
 
 
 def candidates(limit: int, offset: int) -> int:
@@ -49,21 +53,21 @@ class SQLite:
             self.delete(first, last)
         try:
             with transaction.atomic():
-                self._insert("INSERT", rows)
+                writes.sqlite_insert("INSERT", rows)
         except IntegrityError:
             # Another writer put docs of these ids in meanwhile (a memory store indexed by the request
             # that wrote it and by the watcher at once): the newer rows take their place.
-            self._insert("INSERT OR REPLACE", rows)
+            writes.sqlite_insert("INSERT OR REPLACE", rows)
 
-    def _insert(self, verb: str, rows: list[tuple]) -> None:
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"{verb} INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in rows]
-            )
-            cursor.executemany(
-                f"{verb} INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
-                [(r[0], *r[3:]) for r in rows],
-            )
+    def prepare(self, rows: list[tuple]) -> list[tuple]:
+        return rows
+
+    def write(self, rows: list[tuple]) -> None:
+        self.insert(rows)
+
+    def passing(self) -> AbstractContextManager[None]:
+        """What a search pass writes under (see writes.sqlite_pass)."""
+        return writes.sqlite_pass()
 
     def delete(self, first: int, last: int) -> None:
         with connection.cursor() as cursor:
@@ -138,56 +142,27 @@ class SQLite:
 class PostgreSQL:
     """A table with a tsvector of the doc's words and tags (GIN-indexed) beside the text of headlines."""
 
-    # A batch is one statement: each distinct text once, tokenised once by to_tsvector however many
-    # docs share it (agents repeat themselves: prompts, tool outputs, handoffs), each distinct set of
-    # the columns docs share (tape, source, kind, name, tags) once, and the rest as lists joined by
-    # commas (the driver dumps a Python list an element at a time; ids and ISO dates hold no comma).
-    INSERT = (
-        "WITH texts AS (SELECT n, body, to_tsvector('simple', words) AS tsv "
-        "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), "
-        "labels AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], "
-        "%s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
-        "AS l(tags, doc, tape_id, store_id, item, source, kind, name, label)), "
-        "docs AS (SELECT * FROM unnest(string_to_array(%s, ',')::bigint[], "
-        "string_to_array(%s, ',')::bigint[], string_to_array(%s, ',')::bigint[], "
-        "string_to_array(%s, ',', '')::integer[], "
-        "(string_to_array(%s, ','))[2:]) AS d(id, n, label, pos, date)) "
-        f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) "
-        f"SELECT id, body, {COLUMNS}, tsv || array_to_tsvector(string_to_array(tags, ' ')) "
-        "FROM docs JOIN texts USING (n) JOIN labels USING (label) ON CONFLICT (id) DO UPDATE SET "
-        + ", ".join(f"{c} = EXCLUDED.{c}" for c in ("body", *META, "tsv"))
-    )
-
     def row(self, doc_id: int, text: str, tags: list[str], *fields: object) -> tuple:
         """The values to insert: `fields` in the order of COLUMNS."""
         doc, tape_id, pos, store_id, item, source, kind, name, date = fields
         return doc_id, text, (" ".join(tags), doc, tape_id, store_id, item, source, kind, name), pos, date
 
     def insert(self, rows: list[tuple]) -> None:
-        if not rows:
-            return
-        texts: dict[str, int] = {}
-        labels: dict[tuple, int] = {}
-        for row in rows:
-            texts.setdefault(row[1], len(texts) + 1)
-            labels.setdefault(row[2], len(labels) + 1)
-        ids, text_of, label_of, positions, dates = zip(*rows, strict=True)
-        params = [
-            [pg_body(t) for t in texts],
-            [pg_words(t) for t in texts],
-            *(list(c) for c in zip(*labels, strict=True)),
-            ",".join(map(str, ids)),
-            ",".join([str(texts[t]) for t in text_of]),
-            ",".join([str(labels[x]) for x in label_of]),
-            ",".join(["" if p is None else str(p) for p in positions]),
-            "," + ",".join(dates),
-        ]
-        import psycopg  # PostgreSQL's driver: installed where this engine runs
+        self.write(self.prepare(rows))
 
-        connection.ensure_connection()
-        # A cursor that binds its parameters (Django's quotes them into the SQL as text).
-        with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(self.INSERT, params)
+    def prepare(self, rows: list[tuple]) -> list | None:
+        """What `write` sends of these rows: made by the search pass as it reads them."""
+        return writes.pg_params(rows) if rows else None
+
+    def write(self, prepared: list | None, meanwhile: Callable[[], T] | None = None) -> T | None:
+        """Prepared rows in; `meanwhile` runs while the server tokenises them, its result returned."""
+        if prepared is None:
+            return meanwhile() if meanwhile else None
+        return writes.pg_insert(prepared, meanwhile)
+
+    def passing(self) -> AbstractContextManager[None]:
+        """What a search pass writes under (see writes.pg_pass)."""
+        return writes.pg_pass()
 
     def delete(self, first: int, last: int) -> None:
         with connection.cursor() as cursor:

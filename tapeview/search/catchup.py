@@ -5,16 +5,20 @@ that, so it is a second pass, run by the background indexer when it has nothing 
 `tapeview index` when it is done, by the search page where no indexer runs, and at once for a small
 append. Each tape's progress (SearchedTape) is committed with each batch of docs: a killed pass goes on
 where it stopped, and a doc's id (tape << 32 | pos) is its place, so nothing is ever there twice. Lines
-are read by the lane (search.lane: most Bub lines without an Entry).
+are read by the lane (search.lane: most Bub lines without an Entry). On PostgreSQL the next batch is
+read while the server tokenises the one before (search.writes); on SQLite after its commit, so the
+write lock is held no longer than the batch's own insert.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -30,6 +34,7 @@ from .models import SearchedTape
 
 log = logging.getLogger("tapeview.search")
 Engine = backends.SQLite | backends.PostgreSQL
+T = TypeVar("T")
 
 # Entries per transaction: the write lock is held while they are tokenised (a few hundred ms), and
 # FTS5 writes a segment per commit, so fewer, larger batches cost less to write and to merge.
@@ -56,10 +61,15 @@ def catch_up(budget: float | None = None) -> int:
         return 0
     deadline = None if budget is None else time.monotonic() + budget
     made = 0
-    for tape in behind():
-        made += catch_up_tape(tape, deadline)
-        if deadline is not None and time.monotonic() >= deadline:
-            break
+    tapes = behind()
+    first = next(tapes, None)
+    if first is None:  # the indexer asks whenever it is idle: nothing to set up, nor to put back
+        return 0
+    with backend.passing():
+        for tape in itertools.chain([first], tapes):
+            made += catch_up_tape(tape, deadline)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
     if made >= ANALYZE_AFTER:
         backend.analyze()
     return made
@@ -118,12 +128,27 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
     except IntegrityError:  # the tape was deleted meanwhile
         return 0
     made = 0
+    batches = _batches(backend, tape, mark)
+
+    def read() -> tuple | Exception | None:
+        """The next batch, None once there is none, or what reading it raised: on PostgreSQL it is
+        read within the transaction of the batch before, which is committed all the same."""
+        try:
+            return next(batches, None)
+        except Exception as exc:  # raised once the batch before is committed
+            return exc
+
+    def ahead() -> tuple | Exception | None:
+        return None if deadline is not None and time.monotonic() >= deadline else read()
+
     try:
-        for rows, size, offset, next_pos in _batches(backend, tape, mark):
-            _commit(backend, tape, mark, rows, offset, next_pos)
+        batch = read()
+        while isinstance(batch, tuple):
+            prepared, size, offset, next_pos = batch
+            batch = _commit(backend, tape, mark, prepared, offset, next_pos, ahead)
             made += size
-            if deadline is not None and time.monotonic() >= deadline:
-                break
+        if isinstance(batch, Exception):
+            raise batch
     except Overtaken:
         pass
     except (TapeNotFound, OSError) as exc:  # gone or replaced since it was indexed: the indexer will see
@@ -132,8 +157,8 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
 
 
 def _batches(backend: Engine, tape: Tape, mark: SearchedTape) -> Iterator[tuple]:
-    """The rows of the entries not yet searchable, a batch at a time, each with its size and where it
-    ends (offset, next_pos)."""
+    """The rows of the entries not yet searchable as the engine writes them (`prepare`), a batch at a
+    time, each with its size and where it ends (offset, next_pos)."""
     docs = _unsearched(tape, mark)
     while True:
         batch = _Batch(docs)
@@ -142,7 +167,7 @@ def _batches(backend: Engine, tape: Tape, mark: SearchedTape) -> Iterator[tuple]
         rows = entry_rows(backend, tape, batch)
         if not batch.size:
             return
-        yield rows, batch.size, batch.offset, batch.next_pos
+        yield backend.prepare(rows), batch.size, batch.offset, batch.next_pos
 
 
 def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
@@ -183,17 +208,27 @@ class _Batch:
 
 
 def _commit(
-    backend: Engine, tape: Tape, mark: SearchedTape, rows: list[tuple], offset: int, next_pos: int
-) -> None:
-    """A batch's docs and the progress they make, in one transaction, or neither."""
+    backend: Engine,
+    tape: Tape,
+    mark: SearchedTape,
+    prepared: Any,
+    offset: int,
+    next_pos: int,
+    ahead: Callable[[], T],
+) -> T:
+    """A batch's docs and the progress they make, in one transaction, or neither; returns what `ahead`
+    (the next batch's reading) returns. PostgreSQL runs it while the server tokenises this batch;
+    SQLite after the commit, as its write lock would keep pages waiting meanwhile."""
+    overlaps = isinstance(backend, backends.PostgreSQL)
     with transaction.atomic():
         moved = SearchedTape.objects.filter(tape_id=tape.pk, offset=mark.offset, next_pos=mark.next_pos)
         if not moved.update(offset=offset, next_pos=next_pos):
             raise Overtaken
         if not Tape.objects.filter(pk=tape.pk, inode=tape.inode, next_pos__gte=next_pos).exists():
             raise Overtaken
-        backend.insert(rows)
+        following = backend.write(prepared, ahead) if overlaps else backend.write(prepared)
     mark.offset, mark.next_pos = offset, next_pos
+    return following if overlaps else ahead()
 
 
 def entry_rows(backend: Engine, tape: Tape, docs: Iterable[Doc]) -> list[tuple]:

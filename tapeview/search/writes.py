@@ -1,0 +1,134 @@
+"""The write side of both engines: docs inserted in bulk, and the settings a search pass writes under.
+
+The search pass (search.catchup) writes batches of tens of thousands of docs, one transaction each;
+what they cost besides tokenising is measured in bench/search_engines.py.
+"""
+
+from __future__ import annotations
+
+import selectors
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from django.db import connection
+
+from .docs import COLUMNS
+from .text import pg_body, pg_words
+
+T = TypeVar("T")
+META = COLUMNS.split(", ")
+# Pages (4 kB) the log of a search pass grows to before it is checkpointed: a bound on its file.
+WAL_PAGES = 25_000
+
+
+def sqlite_insert(verb: str, rows: list[tuple]) -> None:
+    """Docs as SQLite.row makes them into the FTS5 table and `search_meta`."""
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"{verb} INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in rows]
+        )
+        cursor.executemany(
+            f"{verb} INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
+            [(r[0], *r[3:]) for r in rows],
+        )
+
+
+@contextmanager
+def sqlite_pass() -> Iterator[None]:
+    """The pass's connection checkpoints its write-ahead log every WAL_PAGES, not at every commit (a
+    batch writes tens of MB: each commit copied them to the database again), and once at the end.
+    The connection's own setting comes back, also on failure."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        (before,) = cursor.fetchone()
+        cursor.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA wal_autocheckpoint = {int(before)}")
+            # PASSIVE: never waits on a reader; what a reader still holds is copied at a later commit.
+            # (SQLite refuses a checkpoint within a transaction: the caller's commit makes one.)
+            if not connection.in_atomic_block:
+                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+# A batch is one statement: each distinct text once, tokenised once by to_tsvector however many
+# docs share it (agents repeat themselves: prompts, tool outputs, handoffs), each distinct set of
+# the columns docs share (tape, source, kind, name, tags) once, and the rest as lists joined by
+# commas (the driver dumps a Python list an element at a time; ids and ISO dates hold no comma).
+PG_INSERT = (
+    "WITH texts AS (SELECT n, body, to_tsvector('simple', words) AS tsv "
+    "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), "
+    "labels AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], "
+    "%s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+    "AS l(tags, doc, tape_id, store_id, item, source, kind, name, label)), "
+    "docs AS (SELECT * FROM unnest(string_to_array(%s, ',')::bigint[], "
+    "string_to_array(%s, ',')::bigint[], string_to_array(%s, ',')::bigint[], "
+    "string_to_array(%s, ',', '')::integer[], "
+    "(string_to_array(%s, ','))[2:]) AS d(id, n, label, pos, date)) "
+    f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) "
+    f"SELECT id, body, {COLUMNS}, tsv || array_to_tsvector(string_to_array(tags, ' ')) "
+    "FROM docs JOIN texts USING (n) JOIN labels USING (label) ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ("body", *META, "tsv"))
+)
+
+
+def pg_params(rows: list[tuple]) -> list:
+    """PG_INSERT's parameters for rows as PostgreSQL.row makes them."""
+    texts: dict[str, int] = {}
+    labels: dict[tuple, int] = {}
+    for row in rows:
+        texts.setdefault(row[1], len(texts) + 1)
+        labels.setdefault(row[2], len(labels) + 1)
+    ids, text_of, label_of, positions, dates = zip(*rows, strict=True)
+    return [
+        [pg_body(t) for t in texts],
+        [pg_words(t) for t in texts],
+        *(list(c) for c in zip(*labels, strict=True)),
+        ",".join(map(str, ids)),
+        ",".join([str(texts[t]) for t in text_of]),
+        ",".join([str(labels[x]) for x in label_of]),
+        ",".join(["" if p is None else str(p) for p in positions]),
+        "," + ",".join(dates),
+    ]
+
+
+def pg_insert(params: list, meanwhile: Callable[[], T] | None = None) -> T | None:
+    """Rows into search_doc (PG_INSERT's `params`); `meanwhile` runs while the server tokenises them
+    (the statement is sent in pipeline mode and its result read after), and what it returns is returned."""
+    import psycopg  # PostgreSQL's driver: installed where this engine runs
+
+    connection.ensure_connection()
+    conn = connection.connection
+    # A cursor that binds its parameters (Django's quotes them into the SQL as text).
+    with psycopg.Cursor(conn) as cursor:
+        if meanwhile is None:
+            cursor.execute(PG_INSERT, params)
+            return None
+        with conn.pipeline():
+            cursor.execute(PG_INSERT, params)
+            # Sent whole now (libpq sends a pipeline's statement only as far as the socket takes it
+            # at once): the server tokenises while this process goes on.
+            with selectors.DefaultSelector() as sending:  # no select(): a socket past fd 1024 is fine
+                sending.register(conn.pgconn.socket, selectors.EVENT_WRITE)
+                while conn.pgconn.flush():
+                    sending.select()
+            return meanwhile()
+
+
+@contextmanager
+def pg_pass() -> Iterator[None]:
+    """The pass's commits do not wait for the disk. Its docs are derived from the files and each batch
+    is committed with the progress it makes, so a crash loses both together and the pass reads them
+    again. The connection's own setting comes back, also on failure."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        (before,) = cursor.fetchone()
+        cursor.execute("SET synchronous_commit = off")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('synchronous_commit', %s, false)", [before])
