@@ -175,7 +175,10 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
     host = this_host()
     existing = {t.rel: t for t in Tape.objects.filter(host=host, source=spec.label)}
     tapes = {}
-    for f in files:
+    # New tapes get their ids oldest file first, as a watcher running all along would have given them:
+    # search takes the newest matches by id (search.backends), after a cold index too.
+    fresh = sorted((f for f in files if f.key not in existing), key=_modified)
+    for f in [*(f for f in files if f.key in existing), *fresh]:
         # What discovery owns of a tape's row (with label and owner); the indexer owns the rest.
         seen = {
             "kind": spec.kind,
@@ -205,7 +208,14 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
         tape = tapes[f.key]
         if tape.owner_id != (owner.pk if owner else None):
             _update(tape, owner=owner)
-    return list(tapes.values())
+    return [tapes[f.key] for f in files]
+
+
+def _modified(f: TapeFile) -> tuple[int, str]:
+    try:
+        return os.stat(f.path).st_mtime_ns, f.key
+    except OSError:
+        return 0, f.key  # gone since the listing: the next look drops it
 
 
 def _update(tape: Tape, **fields: object) -> None:
