@@ -33,7 +33,6 @@ def hashsize(size: int | None):
     return configure
 
 
-
 def compression(method: str):
     def alter(apps, schema_editor):
         if schema_editor.connection.vendor != "postgresql":
