@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_POST
 
 from tapeview.accounts.roles import role_required
 
+from .api import find_store
 from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of
-from .models import MemoryStore
 from .stores.model import StoreError
 from .views import confirm_page, refused, write_page
 
@@ -35,7 +35,7 @@ ZONE_QUESTIONS = {
 @require_POST
 @role_required("operator")
 def zone_action(request: HttpRequest, key: str) -> HttpResponse:
-    store = get_object_or_404(MemoryStore, key=key, kind__in=BubZone.names)
+    store = find_store(key, BubZone.names)
     form = ZoneForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
@@ -67,7 +67,7 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
 @require_POST
 @role_required("operator")
 def entry_action(request: HttpRequest, key: str) -> HttpResponse:
-    store = get_object_or_404(MemoryStore, key=key, kind__in=YachiyoMemory.names)
+    store = find_store(key, YachiyoMemory.names)
     form = EntryForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))
@@ -87,7 +87,7 @@ def entry_action(request: HttpRequest, key: str) -> HttpResponse:
 @require_POST
 @role_required("operator")
 def kv_action(request: HttpRequest, key: str) -> HttpResponse:
-    store = get_object_or_404(MemoryStore, key=key, kind__in=AraliyaKv.names)
+    store = find_store(key, AraliyaKv.names)
     form = KvForm(request.POST)
     if not form.is_valid():
         return refused(request, store, StoreError(form.errors.as_text()))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from contextlib import suppress
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from . import asof, versions
+from .api import find_store
 from .blame import blame
 from .forms import AsOfForm
 from .kinds import kind_of
@@ -22,7 +23,7 @@ def store_blame(request: HttpRequest, key: str) -> HttpResponse:
     Template `memory_admin/store_blame.html`: `store`, `adapter` (its `blame_note` says what the
     family does not record), `lines` (blame.BlameLine); an unreadable store gets `problem` instead.
     """
-    store = get_object_or_404(MemoryStore, key=key)
+    store = find_store(key)
     ctx = {"store": store, "adapter": kind_of(store)}
     try:
         lines = blame(store)

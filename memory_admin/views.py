@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
@@ -17,11 +17,11 @@ from tapeview.outbox.answers import result_of, waited
 from tapeview.outbox.handlers import Result, handler
 from tapeview.outbox.views import queued_page
 from tapeview.sources import TapeBusy, TapeNotFound
-from tapeview.tapes import discovery, filecopy, index
+from tapeview.tapes import discovery, index
 from tapeview.tapes.models import Tape
 
 from . import diff, export, past_pages, versions, writes
-from .api import queue_write
+from .api import find_store, queue_write
 from .api.schemas import conflict
 from .catalog import refresh_stat, sync_stores
 from .forms import AsOfForm, DiffForm, RestoreForm, StoreListForm, TextEditForm
@@ -46,12 +46,6 @@ def store_list(request: HttpRequest) -> HttpResponse:
     return render(request, "memory_admin/store_list.html", {"stores": stores, "kinds": kinds, "kind": kind})
 
 
-def _store(key: str) -> MemoryStore:
-    store = get_object_or_404(MemoryStore, key=key)
-    filecopy.read_from_host(store.host)  # another host's store: its files' copies
-    return store
-
-
 def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     """One store: its content, its versions and the changes made through Tapeview (with `?as_of=`
     or `?tape=`: the store as it was then, past_pages.store_as_of).
@@ -60,7 +54,7 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     `audit`, `versions`, `filters` (the adapter's query form), then what the adapter adds for its
     partial; an unreadable store gets `problem` instead of `snap`.
     """
-    store = _store(key)
+    store = find_store(key)
     if AsOfForm.asked(request.GET):
         return past_pages.store_as_of(request, store)
     adapter = kind_of(store)
@@ -97,7 +91,7 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
 
     Templates `memory_admin/store_edit.html` and `memory_admin/conflict.html`.
     """
-    store = _store(key)
+    store = find_store(key)
     if not kind_of(store).takes_text(store):
         raise Http404("this store is not edited as text")
     snap = versions.snapshot(store)
@@ -133,13 +127,13 @@ def conflict_page(
 @require_POST
 def store_preview(request: HttpRequest, key: str) -> HttpResponse:
     """The Markdown of the text being edited, rendered (an htmx fragment)."""
-    _store(key)
+    find_store(key)
     return HttpResponse(markdown(request.POST.get("text", "")))
 
 
 def store_diff(request: HttpRequest, key: str) -> HttpResponse:
     """Two versions of a store side by side (`?frm=&to=`). Template `memory_admin/store_diff.html`."""
-    store = _store(key)
+    store = find_store(key)
     form = DiffForm(request.GET)
     form.is_valid()
     ctx = {"store": store, "versions": versions.versions(store)}
@@ -159,7 +153,7 @@ def store_export(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
 
     Template `memory_admin/unreadable.html` (400: `store`, `error`) when the agent's file cannot be read.
     """
-    store = _store(key)
+    store = find_store(key)
     try:
         found = export.export(store, fmt)
     except StoreError as exc:
@@ -174,7 +168,7 @@ def store_export(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
 @require_POST
 def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     """Write an earlier version back, as a new version; stale if the file changed meanwhile."""
-    store = _store(key)
+    store = find_store(key)
     form = RestoreForm(request.POST)
     if not form.is_valid():
         raise Http404("no such version")
@@ -225,7 +219,7 @@ def _write(store: MemoryStore, actor: Actor, write: str, base: str, params: dict
 @handler("memory.write")
 def carry_out_write(params: dict, actor: Actor) -> Result:
     """The outbox's page write, on the store's host: the version written, or the conflict."""
-    store = _store(params["store"])
+    store = find_store(params["store"])
     try:
         snap = _write(store, actor, params["write"], params["base"], params["params"])
     except StaleEdit as stale:
@@ -289,7 +283,9 @@ def busy_page(request: HttpRequest, store: MemoryStore, busy: TapeBusy) -> HttpR
 
 def zone_of_tape(request: HttpRequest, key: str) -> HttpResponse:
     """The memory zone of a tape: the store page of that zone."""
-    tape = get_object_or_404(Tape, key=key)
+    tape = Tape.objects.filter(key=key).first() if key.isascii() and key.isalnum() else None
+    if tape is None:
+        raise Http404("no such tape")
     if settings.TAPEVIEW_WEB_INDEXES:  # else another process keeps the index (serve --no-index)
         index.refresh(tape)
         sync_stores()

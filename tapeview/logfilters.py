@@ -31,11 +31,19 @@ class OneLineClientErrors(logging.Filter):
 
 def _who(request: object) -> str:
     try:
+        # An API call names the caller its authentication found: a token by its name, id and shown
+        # prefix (a token's request has no user, so it would read "anonymous"), or a person.
+        caller = getattr(request, "auth", None)
+        if callable(getattr(caller, "log_name", None)):
+            return _one_line(caller.log_name())
         # A failed CSRF check comes before anything read the user: this reads the session (a 4xx, rare).
         user = getattr(request, "user", None)
         if user is None:
             return "(no session)"
-        return _one_line(user.get_username()) if user.is_authenticated else "anonymous"
+        if user.is_authenticated:
+            return _one_line(user.get_username())
+        refused = getattr(request, "refused_token", None)  # a 401: the token it was, if it was one
+        return f"anonymous (refused token {_one_line(refused)})" if refused else "anonymous"
     except Exception:  # a log line must never fail the answer it reports
         return "(unknown)"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from contextlib import suppress
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -46,9 +47,14 @@ from .schemas import (
 router = Router(tags=["memory"])
 
 
-def _store(key: str) -> MemoryStore:
-    stores = MemoryStore.objects.select_related("tape")
-    store = stores.filter(key=key).first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
+def find_store(key: str, kinds: Collection[str] | None = None) -> MemoryStore:
+    """The store with this key (and of one of `kinds`), its files read from its host, for the API
+    and the pages alike: else a 404 in the user's words, not "No MemoryStore matches the given query"."""
+    stores = MemoryStore.objects.select_related("tape").filter(key=key)
+    if kinds is not None:
+        stores = stores.filter(kind__in=kinds)
+    # Keys are short alphanumerics: anything else cannot be one, and never reaches the database.
+    store = stores.first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
     if store is None:
         raise Http404("no such memory store")
     filecopy.read_from_host(store.host)  # another host's store: its files' copies
@@ -105,7 +111,7 @@ def get_store(request: HttpRequest, store_id: str, past: Query[AsOfIn]) -> dict:
     With `as_of`: the newest version seen at or before that time (404 before the first). 400 when
     the agent's file cannot be read (corrupt, or nested too deep).
     """
-    store = _store(store_id)
+    store = find_store(store_id)
     refresh_stat(store)
     if past.as_of is None:
         return _detail(store, versions.snapshot(store))
@@ -127,7 +133,7 @@ def list_blame(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict
     points at the tape entry that wrote the line (a Bub `memory_save` call or `memory/seal`, a
     yachiyo `memory_write` trace), nanobot's commit, or null where nothing records it (araliya).
     """
-    store = _store(store_id)
+    store = find_store(store_id)
     items, next_cursor = offset_page(blame(store), page.cursor, page.limit)
     return {"items": items, "next_cursor": next_cursor}
 
@@ -135,7 +141,7 @@ def list_blame(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict
 @router.get("/{store_id}/versions", response=responses({200: VersionPageOut}, 400, 404))
 def list_versions(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict:
     """Every version the store can be compared at, newest first."""
-    store = _store(store_id)
+    store = find_store(store_id)
     versions.snapshot(store)  # the current version joins the list if it is new
     items, next_cursor = offset_page(versions.versions(store), page.cursor, page.limit)
     return {"items": items, "next_cursor": next_cursor}
@@ -153,10 +159,10 @@ EXPORT_DOC = {
 
 
 @router.get("/{store_id}/export", response=responses({}, 400, 404), openapi_extra={"responses": EXPORT_DOC})
-def get_export(request: HttpRequest, store_id: str, query: Query[ExportIn]) -> HttpResponse:
+def get_store_export(request: HttpRequest, store_id: str, query: Query[ExportIn]) -> HttpResponse:
     """The store's current content as a download: a JSON document, or Markdown to read (as the page's
     export links give it). 400 when the agent's file cannot be read."""
-    found = export.export(_store(store_id), query.format)
+    found = export.export(find_store(store_id), query.format)
     response = HttpResponse(found.body, content_type=found.content_type)
     response["Content-Disposition"] = content_disposition_header(True, found.filename)
     return response
@@ -170,7 +176,7 @@ def get_diff(
     to: str | None = Query(None, max_length=80, pattern=TEXT),
 ) -> dict:
     """From `from` (default: the version before `to`) to `to` (default: the current version)."""
-    store = _store(store_id)
+    store = find_store(store_id)
     try:
         pair = versions.diff_pair(store, frm, to)
     except LookupError as exc:
@@ -206,7 +212,7 @@ def update_long_term(request: HttpRequest, store_id: str, body: LongTermIn) -> S
     A store on another host: its watcher writes it (as here when done within the wait, else 202).
     """
     actor = writer(request)
-    store = _store(store_id)
+    store = find_store(store_id)
     if outbox.elsewhere(store.host):
         return api_answer(queue_write(store, "memory.long_term", body.model_dump(), actor))
     return _long_term(store, body, actor)
@@ -230,7 +236,7 @@ def prune_store(request: HttpRequest, store_id: str, body: PruneIn) -> Status | 
     A store on another host: its watcher prunes it (as here when done within the wait, else 202).
     """
     actor = writer(request)
-    store = _store(store_id)
+    store = find_store(store_id)
     if outbox.elsewhere(store.host):
         return api_answer(queue_write(store, "memory.prune", body.model_dump(), actor))
     return _prune(store, body, actor)
@@ -253,7 +259,7 @@ def _prune(store: MemoryStore, body: PruneIn, actor: Actor) -> Status:
 @handler("memory.long_term")
 def carry_out_long_term(params: dict, actor: Actor) -> Result:
     """The outbox's long-term edit, on the store's host: the API's own answer."""
-    answer = _long_term(_store(params["store"]), LongTermIn(**_own(params)), actor)
+    answer = _long_term(find_store(params["store"]), LongTermIn(**_own(params)), actor)
     ok = answer.status_code == 200
     return Result.of(answer.status_code, StoreDetailOut.model_validate(answer.value) if ok else answer.value)
 
@@ -261,7 +267,7 @@ def carry_out_long_term(params: dict, actor: Actor) -> Result:
 @handler("memory.prune")
 def carry_out_prune(params: dict, actor: Actor) -> Result:
     """The outbox's prune, on the store's host: the API's own answer."""
-    answer = _prune(_store(params["store"]), PruneIn(**_own(params)), actor)
+    answer = _prune(find_store(params["store"]), PruneIn(**_own(params)), actor)
     ok = answer.status_code == 200
     return Result.of(answer.status_code, PruneOut.model_validate(answer.value) if ok else answer.value)
 

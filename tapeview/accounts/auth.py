@@ -28,6 +28,15 @@ class Caller:
     can_write: bool
     token: ApiToken | None = None
 
+    def log_name(self) -> str:
+        """Who the server's log says asked: a person's username; a token's name, id and the prefix
+        its admins see on Tokens (never the secret), and the user who made it."""
+        if self.token is None:
+            return self.actor.name
+        maker = self.token.created_by
+        made = f", made by {maker.get_username()}" if maker is not None else ""
+        return f"{self.actor.name} (id {self.token.pk}, {self.token.prefix}...{made})"
+
 
 class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
@@ -35,6 +44,11 @@ class TokenAuth(HttpBearer):
         row = tokens.verify(token)
         if row is None:
             throttle.failed(request, throttle.TOKEN)
+            # For the log line of the 401: which token failed, by the prefix its admins see.
+            shown = (
+                f"{token[: tokens.SHOWN]}..." if token.startswith(tokens.PREFIX) else "(not a Tapeview token)"
+            )
+            request.refused_token = shown  # type: ignore[attr-defined]
             return None
         return Caller(Actor(f"token:{row.name}"), row.scope == ApiToken.WRITE, row)
 

@@ -17,7 +17,7 @@ from tapeview.sources import reader
 
 from . import filecopy, raw, timeline
 from .context import AnchorNotFound
-from .lookup import find_row
+from .lookup import MAX_POS, find_row
 from .models import Anchor, Tape
 from .transcript import entry_markdown
 
@@ -27,11 +27,12 @@ FORMATS = {
     "md": "text/markdown; charset=utf-8",
 }
 BATCH = 500
+NAME_LENGTH = 300  # Anchor.name's max_length
 CHUNK = 1 << 20
 
 
 class BadSegment(ValueError):
-    """`to` is not an anchor after `from`."""
+    """`to` is not an anchor after `from`, or `from` or `to` cannot name an anchor."""
 
 
 @dataclass(frozen=True)
@@ -54,17 +55,34 @@ class Export:
     content_type: str
 
 
-def segment(tape: Tape, start: int | None = None, stop: int | None = None) -> Segment:
-    """The segment between two anchors of the tape; AnchorNotFound, BadSegment when there is none."""
-    for pos in (start, stop):
-        if pos is not None and not Anchor.objects.filter(tape=tape, pos=pos).exists():
-            raise AnchorNotFound(f"no anchor at entry {pos} of this tape")
-    if start is not None and stop is not None and stop <= start:
+def segment(tape: Tape, start: int | str | None = None, stop: int | str | None = None) -> Segment:
+    """The segment between two anchors of the tape, each named as the context page's `?anchor=`
+    names one: by position, or by name (its last occurrence). Raises AnchorNotFound when a
+    tape has no such anchor, BadSegment when `to` is not after `from` or cannot name an anchor."""
+    first, last = _anchor_pos(tape, start, "from"), _anchor_pos(tape, stop, "to")
+    if first is not None and last is not None and last <= first:
         raise BadSegment("`to` must be an anchor after `from`")
-    return Segment(start, stop)
+    return Segment(first, last)
 
 
-def export(tape: Tape, fmt: str, start: int | None = None, stop: int | None = None) -> Export:
+def _anchor_pos(tape: Tape, ref: int | str | None, param: str) -> int | None:
+    if ref is None or ref == "":
+        return None
+    name = str(ref)
+    if len(name) > NAME_LENGTH or "\x00" in name:  # no anchor is named so; NUL never reaches the database
+        raise BadSegment(f"`{param}` is an anchor's position or name (at most {NAME_LENGTH} characters)")
+    anchors = Anchor.objects.filter(tape=tape)
+    # A position first, as the timeline's links give it; else a name, as the timeline shows it.
+    pos = int(name) if name.isascii() and name.isdigit() and len(name) <= len(str(MAX_POS)) else None
+    found = anchors.filter(pos=pos).first() if pos is not None and 1 <= pos <= MAX_POS else None
+    found = found or anchors.filter(name=name).order_by("-pos").first()
+    if found is None:
+        where = f"at entry {pos} of" if pos else f"{name!r} on"
+        raise AnchorNotFound(f"no anchor {where} this tape")
+    return found.pos
+
+
+def export(tape: Tape, fmt: str, start: int | str | None = None, stop: int | str | None = None) -> Export:
     """The tape (or a segment, see `segment`) as `fmt` ("jsonl" or "md"), streamed.
 
     Raises AnchorNotFound, BadSegment, and TapeNotFound when the file is gone.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from django import forms
@@ -150,18 +149,6 @@ class TimelineForm(forms.Form):
             if data.get(key) is not None:
                 return {key: data[key], **narrow}
         return narrow
-
-
-class ExportForm(forms.Form):
-    """`?from=&to=` of an export: the anchors a segment starts and ends at (default the whole tape)."""
-
-    start = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
-    stop = forms.IntegerField(required=False, min_value=1, max_value=MAX_POS)
-
-    def __init__(self, data: Mapping[str, str] | None = None) -> None:
-        # `from` is a Python keyword: the query's names, the form's fields.
-        data = data or {}
-        super().__init__({"start": data.get("from"), "stop": data.get("to")})
 
 
 class ContextForm(forms.Form):

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.utils.html import escape
 
 from .operator_sources import serve, tape
 
@@ -152,11 +153,21 @@ def test_a_segment_not_between_two_anchors_is_refused(
     assert api.json() == {"detail": detail}
 
 
-@pytest.mark.parametrize("params", [{"from": "x"}, {"to": "0"}, {"from": str(2**40)}])
-def test_a_malformed_segment_is_a_bad_request(viewer_client, reader, sources, params) -> None:
+@pytest.mark.parametrize(
+    "params, detail",
+    [
+        ({"from": "x"}, "no anchor 'x' on this tape"),
+        ({"to": "0"}, "no anchor '0' on this tape"),
+        ({"from": str(2**40)}, f"no anchor '{2**40}' on this tape"),
+    ],
+)
+def test_an_anchor_the_tape_has_not_is_not_found(viewer_client, reader, sources, params, detail) -> None:
+    """`from` and `to` name an anchor by position or by name: one the tape has not is a 404 saying so."""
     t = tape("session_realistic", "bub")
-    assert viewer_client.get(f"/tapes/{t.key}/export.jsonl", params).status_code == 400
-    assert reader.get(f"/api/tapes/{t.key}/export", **params).status_code == 422
+    page = viewer_client.get(f"/tapes/{t.key}/export.jsonl", params)
+    assert page.status_code == 404 and escape(detail) in page.content.decode()
+    api = reader.get(f"/api/tapes/{t.key}/export", **params)
+    assert api.status_code == 404 and api.json() == {"detail": detail}
     assert reader.get(f"/api/tapes/{t.key}/export", format="pdf").status_code == 422
 
 

@@ -100,11 +100,20 @@ class ExportIn(Schema):
         description="jsonl: the tape's lines as written (of a JSON document, one line per entry); "
         "md: a Markdown transcript",
     )
-    start: int | None = Field(
-        None, alias="from", ge=1, le=lookup.MAX_POS, description="the anchor it starts at"
+    # As the context's ?anchor=: a position (as the timeline links give it) or a name.
+    start: str | None = Field(
+        None,
+        alias="from",
+        max_length=export.NAME_LENGTH,
+        pattern=TEXT,
+        description="the anchor it starts at: its position, or its name (the last anchor so named)",
     )
-    stop: int | None = Field(
-        None, alias="to", ge=1, le=lookup.MAX_POS, description="the anchor it ends before"
+    stop: str | None = Field(
+        None,
+        alias="to",
+        max_length=export.NAME_LENGTH,
+        pattern=TEXT,
+        description="the anchor it ends before: its position, or its name (the last anchor so named)",
     )
 
 

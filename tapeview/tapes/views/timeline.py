@@ -19,7 +19,6 @@ from .. import budget, context, export, lineage, lookup, pictures, raw, timeline
 from ..api.cursor import BadCursor, decode, encode
 from ..forms import (
     ContextForm,
-    ExportForm,
     LineageForm,
     TimelineForm,
 )
@@ -271,19 +270,17 @@ def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     return response
 
 
-def tape_export(request: HttpRequest, key: str, fmt: str) -> StreamingHttpResponse:
-    """The tape, or the segment between the anchors at `?from=` and `?to=`, as a download:
-    its lines as JSONL (`fmt` "jsonl") or a Markdown transcript ("md")."""
+def tape_export(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
+    """The tape, or the segment between the anchors at `?from=` and `?to=` (each a position or a
+    name), as a download: its lines as JSONL (`fmt` "jsonl") or a Markdown transcript ("md").
+    A segment it cannot give: `tapes/tape_export_error.html` with `tape`, `fmt` and `problem`."""
     tape = lookup.find_tape(key)
-    form = ExportForm(request.GET)
-    if not form.is_valid():
-        raise BadRequest("from and to are the positions of anchors")
     try:
-        found = export.export(tape, fmt, form.cleaned_data["start"], form.cleaned_data["stop"])
-    except context.AnchorNotFound as exc:
-        raise Http404(str(exc)) from None
-    except export.BadSegment as exc:
-        raise BadRequest(str(exc)) from None
+        found = export.export(tape, fmt, request.GET.get("from"), request.GET.get("to"))
+    except (context.AnchorNotFound, export.BadSegment) as exc:
+        status = 404 if isinstance(exc, LookupError) else 400
+        ctx = {"tape": tape, "fmt": fmt, "problem": str(exc)}
+        return render(request, "tapes/tape_export_error.html", ctx, status=status)
     except TapeNotFound as gone:
         raise Http404(gone.detail) from None
     response = StreamingHttpResponse(found.chunks, content_type=found.content_type)
