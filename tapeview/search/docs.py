@@ -58,12 +58,13 @@ class Picked:
 
     def sizes(self) -> list[tuple[int, int]]:
         """The picked tapes' ids and entries, the highest id first (on PostgreSQL; as text, which
-        numpy reads in a tenth of the time the driver takes over two arrays of 2,400 numbers)."""
+        numpy reads in a tenth of the time the driver takes over two arrays of 2,400 numbers, and
+        sorts: the server's ORDER BY in the aggregate took 2 ms of its 4 at scale 1)."""
         listed = fetch(
-            f"SELECT string_agg(pk || ',' || next_pos, ',' ORDER BY pk DESC) FROM ({self.sized}) AS picked",
-            list(self.params),
+            f"SELECT string_agg(pk || ',' || next_pos, ',') FROM ({self.sized}) AS picked", list(self.params)
         )[0][0]
         pairs = np.fromstring(listed or "", dtype=np.int64, sep=",").reshape(-1, 2)
+        pairs = pairs[np.argsort(-pairs[:, 0])]  # the ids are the tapes' keys: no two alike
         return list(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
 
 

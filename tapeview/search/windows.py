@@ -19,17 +19,23 @@ from .text import Term
 STATS_SECONDS = 60.0  # how long PostgreSQL's statistics of the docs are kept before they are read again
 # Matches past WALK * sqrt(candidates * docs): walking the primary key down finds the candidates
 # sooner than a window's GIN bitmap, whose cost grows with the matches of the whole table
-# (measured at 2M docs: a word in 2-4 % of them is walked faster, a phrase of such words is not).
-WALK = 0.7
+# (measured at 2M docs: a word in 2-4 % of them is walked faster, a phrase of such words is not;
+# at 5.5M docs a word in 1.8 % of them was windowed faster: 42-47 against 50-53 ms).
+WALK = 1.0
+PHRASE_WALK = 1.4  # a phrase's walk reads its positions: twice as dear a row
 WIDEST = 10  # hundredths of the docs in a window at most
 WINDOWS = 4  # windows at most: the last one is the rest of the range
-MARGIN = 1.6  # a window holds this many times the candidates the statistics (or the last window) say
+MARGIN = 1.2  # a window holds this many times the candidates the statistics (or the last window) say
+# (1.6 before: at scale 1 a first window held 2x the candidates; 1.2 took no second window more)
 FEW = 8  # the GIN index's matches (words and tags) up to FEW * candidates: all read, in one range
 # Id ranges a window of a date filter's tapes names at most (the widest gaps between them kept): each is
 # an index scan ORed into the window's bitmap, parsed and planned (3 ms for 300). Bridged to fewer, the
 # rows of the tapes between cost more: at scale 0.4, a 90-day filter, 100 ranges 1.5x, 300 or 1000 1.3x.
 RANGES = 300
 WORKERS = "max_parallel_workers_per_gather"
+# A window's GIN bitmap of 100,000+ matches outgrows the default 4 MB: it turns lossy, and each row
+# of its pages is read and tested again (scale 1, a word's 150,000 matches: 75 ms for the bitmap alone).
+BITMAP_MEMORY = "32MB"
 
 Span = tuple[int, int]
 
@@ -125,7 +131,7 @@ class Windows:
         matches = share * known.docs
         # The walk reads wanted * docs / matches rows (a phrase's twice as dear, its positions read);
         # a window's bitmaps cost as the GIN index's matches.
-        walk = WALK if all(len(term.words) == 1 for term in query) else 2 * WALK
+        walk = WALK if all(len(term.words) == 1 for term in query) else PHRASE_WALK
         if indexed * matches > walk**2 * self.wanted * known.docs:
             self.walk = True
             return 0
@@ -229,17 +235,23 @@ def _spans(spans: list[tuple[int, int, int]], where: Where, most: int) -> list[t
 def serial(windowed: bool) -> Iterator[None]:
     """The queries within, when `windowed`, planned without parallel workers: a window holds about the
     candidates, which two workers read no faster than one process and pass on to it slower (measured at
-    scale 0.4: a window of a date filter's tapes 39 -> 21 ms, of all docs 31 -> 24 ms)."""
+    scale 0.4: a window of a date filter's tapes 39 -> 21 ms, of all docs 31 -> 24 ms), and with room
+    for a bitmap of their GIN index's matches (BITMAP_MEMORY)."""
     if not windowed:
         yield
         return
     outer = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting(%s), set_config(%s, '0', true)", [WORKERS, WORKERS])
-        before = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT current_setting(%s), current_setting('work_mem'), "
+            "set_config(%s, '0', true), set_config('work_mem', %s, true)",
+            [WORKERS, WORKERS, BITMAP_MEMORY],
+        )
+        workers, memory = cursor.fetchone()[:2]
         yield
         if outer:  # SET LOCAL lasts until the end of the transaction: an outer one gets its own back
-            cursor.execute("SELECT set_config(%s, %s, true)", [WORKERS, before])
+            again = "SELECT set_config(%s, %s, true), set_config('work_mem', %s, true)"
+            cursor.execute(again, [WORKERS, workers, memory])
 
 
 def forget() -> None:
