@@ -63,16 +63,20 @@ def _records(lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Entry]:
 
 
 def _mark_phases(entries: list[Entry]) -> list[Entry]:
-    """Phase anchors where the file says a phase starts (formats/nanobot.md §2.5): each summary
-    checkpoint marker, and the message the archive pointer names. They are marked on those rows,
-    which stay messages: the pointer lives in the metadata line, which nanobot rewrites with the
-    whole file, so the anchors move when it does (the index reads such a file afresh)."""
+    """Anchors where nanobot cut the model's context (formats/nanobot.md §2.5): each summary
+    checkpoint marker up to the archive pointer (compaction moves the pointer onto the marker it
+    inserts, and replay starts there), and the message the pointer names. A marker past the
+    pointer (one nanobot reset as invalid) cuts nothing: replay reads it as a plain user message.
+    They are marked on those rows, which stay messages: the pointer lives in the metadata line,
+    which nanobot rewrites with the whole file, so the anchors move when it does (the index reads
+    such a file afresh). Each starts a phase and counts as an anchor of the tape."""
     boundary = archive_boundary(entries)
     for e in entries:
         if e.id is None or not e.readable:
             continue
         if "checkpoint" in e.meta.get("flags", ()):
-            e.anchor, e.phase = SUMMARY_ANCHOR, True
+            if boundary is not None and e.pos <= boundary:
+                e.anchor, e.phase = SUMMARY_ANCHOR, True
         elif e.pos == boundary:
             e.anchor, e.phase = ARCHIVED_ANCHOR, True
     return entries

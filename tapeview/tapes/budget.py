@@ -97,6 +97,9 @@ def measure(tape: Tape, index: Rows | None = None) -> Budget:
 def _measure(tape: Tape, index: Rows | None) -> Budget:
     budget = stored(tape)
     start = tape.last_anchor_pos or 0
+    # An anchor that stays a message (nanobot's summary checkpoint) is the first of its context.
+    anchor = (index or index_rows.of(tape)).at([start]) if start and tape.kind != "bub" else []
+    start -= any(row.kind != "anchor" for row in anchor)
     boundary = timeline.archive_boundary(tape, index)
     if boundary:  # nanobot replays only what it has not archived (formats/nanobot.md §2.5)
         start = max(start, boundary - 1)
@@ -193,10 +196,7 @@ def _slim(pos: int, length: int, e: Entry | None) -> tuple:
 
 
 def _columns(entries: list[Entry]) -> Turns:
-    pos, kind, name, prompt = (
-        [getattr(e, f) for e in entries] for f in ("pos", "kind", "name", "prompt_tokens")
-    )
-    return pos, kind, name, prompt
+    return tuple([getattr(e, f) for e in entries] for f in ("pos", "kind", "name", "prompt_tokens"))
 
 
 def last_fit(turns: Turns, now: int, end: int, half: int) -> tuple[int, int] | None:

@@ -18,6 +18,19 @@ from . import index
 from .models import Tape
 
 MAX_NAME = 200
+# Why a family that has anchors of its own takes none from here (they are what the header counts).
+NO_HANDOFF = {
+    "nanobot": (
+        "their anchors are nanobot's own cuts of the model's context (a summary checkpoint, or the row its "
+        "archive pointer names), made by nanobot when it compacts, and nanobot rewrites the session file "
+        "from memory on its next save, so a line added here would be lost (formats/nanobot.md §2.5, §2.7)."
+    ),
+    "yachiyo": (
+        "their anchors are the runs yachiyo's gateway records, yachiyo has no record a handoff could add, "
+        "and its gateway rewrites the whole session file on every event, so a line added here would be "
+        "lost (formats/yachiyo.md §A.4, §A.6)."
+    ),
+}
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +41,13 @@ class HandoffRefused(ValueError):
 
 def refusal(tape: Tape) -> str:
     """Why this tape takes no handoff, or "" when it does."""
-    if tape.kind == "nanobot":
-        return (
-            "nanobot sessions have no anchors: nanobot moves its own archive pointer when it consolidates "
-            "memory, and it rewrites the session file from memory on its next save, so a line added here "
-            "would be lost (formats/nanobot.md §2.7)."
-        )
+    if tape.kind in NO_HANDOFF:
+        return f"{tape.kind} sessions take no handoff: {NO_HANDOFF[tape.kind]}"
     if tape.kind != "bub":
-        return f"{tape.kind} sessions have no anchors to hand off at."
+        return (
+            f"{tape.kind} sessions take no handoff: {tape.kind} keeps no anchors, and a handoff is "
+            "written only as Bub writes one."
+        )
     if tape.role != "tape":
         return f"This is a {tape.role}, not a live tape: the agent never reads it again."
     return ""

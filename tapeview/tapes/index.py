@@ -263,9 +263,9 @@ def _wants_label(tape: Tape) -> bool:
 
 def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTally) -> None:
     anchor = None
-    # An anchor line, or a line that also starts a phase (nanobot's boundaries: e.anchor).
+    name = e.anchor or e.name
+    # An anchor line, or a line that is also an anchor (nanobot's context cuts: e.anchor).
     if e.is_anchor or e.anchor:
-        name = e.anchor or e.name
         state = e.payload.get("state") if e.is_anchor and isinstance(e.payload, dict) else None
         preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
         anchor = AnchorRow(e.pos, name[:300], e.date, e.phase, preview)
@@ -287,10 +287,11 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
         tape.tokens = e.tokens if e.kind == "metadata" else (tape.tokens or 0) + e.tokens
     if e.prompt_tokens:
         tape.last_prompt_tokens, tape.last_cached_tokens = e.prompt_tokens, e.cached_tokens
-    if e.is_anchor:
+    if e.is_anchor or e.anchor:
+        # nanobot's anchors cut the context as Bub's do (formats/nanobot.md §2.5): counted alike.
         tape.anchors += 1
-        tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = e.name[:300], e.pos, 0
-        if e.phase:
+        tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = name[:300], e.pos, 0
+        if e.phase and not e.anchor:
             return
     else:
         tape.entries_since_anchor += 1

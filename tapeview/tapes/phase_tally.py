@@ -49,6 +49,8 @@ class PhaseTally:
         self.stored = False  # the current phase's row is already in the database
         self.touched = False  # ... and has counted entries since it was last written
         self.ended: list[AnchorRow] = []  # stored phases that ended in this batch, to be written
+        # nanobot's metadata usage (its last turn's), waiting for a turn after the last anchor.
+        self.snapshot: int | None = None
         if tape.phase_anchor_pos is not None:
             found = Anchor.objects.filter(tape=tape, pos=tape.phase_anchor_pos).values(*AnchorRow.__slots__)
             self.current = next((AnchorRow(**values) for values in found[:1]), None)
@@ -75,7 +77,10 @@ class PhaseTally:
             return
         if phase is not anchor or e.anchor:  # a row that only marks a phase start is one of its entries
             phase.entries += 1
-        date = e.date
+        kind = e.kind
+        # nanobot's metadata record is stamped when the file is saved (`updated_at`), not when
+        # anything in the phase it heads happened: it gives the phase no time (formats/nanobot.md §2.2).
+        date = e.date if kind != "metadata" else None
         if date is not None:  # Bub's dates are not monotonic in file order (formats/bub.md §0)
             if phase.started_at is None:
                 phase.started_at = phase.ended_at = date
@@ -90,7 +95,6 @@ class PhaseTally:
             phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
             phase.completion_tokens = (phase.completion_tokens or 0) + completion
             phase.cached_tokens = (phase.cached_tokens or 0) + cached
-        kind = e.kind
         if kind == "tool_call":
             phase.tool_calls += len(reader(tape.kind).tool_calls(e))
         elif kind == "message" and e.name:
@@ -99,15 +103,22 @@ class PhaseTally:
             model = model_of(e)
             if model:
                 phase.model = tape.model = model[:200]
-        if kind == "anchor" or e.prompt_tokens is not None or e.is_error:
-            self._context(e)
+        if kind == "anchor" or anchor is not None or e.prompt_tokens is not None or e.is_error:
+            self._context(e, anchor)
+        elif self.snapshot is not None and tape.context_tokens is None and _replies(e):
+            # A turn after the last anchor: nanobot's last-turn usage is of this context.
+            tape.context_tokens = self.snapshot
 
-    def _context(self, e: Entry) -> None:
+    def _context(self, e: Entry, anchor: AnchorRow | None) -> None:
         """Prompt tokens reported since the last anchor of any name (each anchor cuts the context)."""
         tape = self.tape
-        if e.is_anchor:
+        if anchor is not None:
             tape.context_tokens = None
             tape.overflowed = tape.overflowed or e.name == OVERFLOW_ANCHOR
+        elif e.kind == "metadata":
+            # nanobot's last turn's usage, written ahead of the messages: of the context since the
+            # last anchor only if a turn follows that anchor (compaction saves before the next turn).
+            tape.context_tokens = self.snapshot = e.prompt_tokens
         elif e.prompt_tokens is not None:
             tape.context_tokens = e.prompt_tokens
         if e.is_error and not tape.overflowed:
@@ -136,6 +147,11 @@ class PhaseTally:
         if phase is not None and any(a is phase for a in fresh):
             self.stored = True
         self.touched = False
+
+
+def _replies(e: Entry) -> bool:
+    """An assistant row of nanobot's (a reply, or its tool calls): a turn happened here."""
+    return e.kind == "tool_call" or (e.kind == "message" and e.name == "assistant")
 
 
 def usage(e: Entry) -> tuple[int, int, int] | None:

@@ -157,7 +157,7 @@ def test_a_handoff_on_a_nanobot_session_is_refused_with_400(writer, settings, tm
     tape = Tape.objects.filter(kind="nanobot").first()
     before = Path(tape.path).read_bytes()
     r = writer.post(f"/api/tapes/{tape.key}/handoff", {"name": "phase/x"})
-    assert r.status_code == 400 and "nanobot sessions have no anchors" in r.json()["detail"]
+    assert r.status_code == 400 and "nanobot sessions take no handoff" in r.json()["detail"]
     assert Path(tape.path).read_bytes() == before
     shown = writer.get(f"/api/tapes/{tape.key}").json()
     assert shown["handoff"] is False and "nanobot" in shown["handoff_refusal"]

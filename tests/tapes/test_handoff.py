@@ -82,7 +82,7 @@ def test_a_nanobot_session_is_not_offered_a_handoff_and_the_page_says_why(
     discovery.sync()
     t = Tape.objects.get(label="telegram:8123456789")
     page = operator_client.get(f"/tapes/{t.key}/handoff").content.decode()
-    assert "nanobot sessions have no anchors" in page and "Write handoff" not in page
+    assert "nanobot sessions take no handoff" in page and "Write handoff" not in page
     before = Path(t.path).read_bytes()
     assert operator_client.post(f"/tapes/{t.key}/handoff", {"name": "x"}).status_code == 400
     assert Path(t.path).read_bytes() == before

@@ -6,13 +6,14 @@ leaves alone (the marks of the rows indexed before) is kept across appends, unti
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
 from django.core.cache import cache
 
 from .. import rows
-from ..models import EntryChunk, Tape
+from ..models import Anchor, EntryChunk, Tape
 from ..packing import CHUNK, ERROR, NO_DATE, micros
 from ..rows import Match
 
@@ -22,6 +23,7 @@ PHASE_BARS = 60
 # The aggregates of a tape change only when its rows do; the session list draws fifty at a time.
 CACHE_SECONDS = 600
 MARKS = ("anchor", "error", "call")
+ANCHOR_MARK, ERROR_MARK, CALL_MARK = (MARKS.index(w) for w in ("anchor", "error", "call"))
 MARK_WORDS = {
     "anchor": ("anchor", "anchors"),
     "error": ("error", "errors"),
@@ -222,7 +224,7 @@ def _marked(tape: Tape, index: rows.Rows | None) -> Marked:
     what was appended. With one, its generation is known from the start (generation_of)."""
     none = (np.zeros(0, np.int64), np.zeros(0, np.int32))
     empty: Marked = ((none,) * len(MARKS), [])
-    key = prefix_key("marked-full", tape, None)  # not "marked": that kept one array of all kinds
+    key = prefix_key("marked-held", tape, None)  # not "marked-full": that kept no nanobot anchors
     kept = cache.get(key)
     snapshotted = is_snapshot(index)
     if kept is None and not snapshotted:
@@ -249,23 +251,37 @@ def _read_marked(
     kinds, names = kept
     codes = {n: i for i, n in enumerate(names)}
     full, rest = [[pair] for pair in kinds], [[] for _ in MARKS]
+    # The anchors the Anchor table holds: rows of kind anchor (Bub's are all lines of their own), and
+    # nanobot's, which stay messages (formats/nanobot.md §2.5), marked by the table's name for them.
+    anchors = Anchor.objects.filter(tape=tape, pos__gt=through).values_list("pos", "name")
+    held = dict(anchors) if tape.kind != "bub" else {}
+    keys = sorted(held)
     marked = (index or rows.of(tape)).starting(through + 1)
     marked = marked.any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
     for chunk, picked in marked.chunks():
         c = chunk.columns
+        pos = c["pos"][picked].astype(np.int64)
         anchor = np.array([k == "anchor" for k in chunk.kinds], dtype=bool)[c["kind"][picked]]
+        inside = keys[bisect_left(keys, pos[0]) : bisect_right(keys, pos[-1])]  # few chunks have one
+        found = np.isin(pos, inside) if inside else np.zeros(len(pos), dtype=bool)
+        other = found & ~anchor  # an error or a tool call that is an anchor too
         errors = (c["flags"][picked] & ERROR) != 0
-        what = np.where(
-            errors, MARKS.index("error"), np.where(anchor, MARKS.index("anchor"), MARKS.index("call"))
-        )
+        what = np.where(errors, ERROR_MARK, np.where(anchor | other, ANCHOR_MARK, CALL_MARK))
         mapping = np.array([codes.setdefault(n, len(codes)) for n in chunk.names], dtype=np.int32)
-        pos, name = c["pos"][picked].astype(np.int64), mapping[c["name"][picked]]
+        name = mapping[c["name"][picked]]
+        name[other] = [codes.setdefault(held[p], len(codes)) for p in pos[other].tolist()]
+        for p in pos[found].tolist():
+            del held[p]
         closed = chunk.count >= CHUNK  # a full chunk stays as it is: an append only adds chunks
         for code, part in enumerate(full if closed else rest):
             mine = what == code
             part.append((pos[mine], name[mine]))
         if closed:
             through = max(through, int(c["pos"][-1]))
+    # Those left are rows marked for nothing else (messages): anchors, put in order by _joined.
+    for p, n in held.items():
+        one = (np.array([p], dtype=np.int64), np.array([codes.setdefault(n, len(codes))], dtype=np.int32))
+        (full if p <= through else rest)[ANCHOR_MARK].append(one)
     names = sorted(codes, key=codes.__getitem__)
     kept = (tuple(_joined(part) for part in full), names) if len(full[0]) > 1 else (kinds, names)
     if not rest[0]:
@@ -276,4 +292,8 @@ def _read_marked(
 def _joined(part: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     if len(part) == 1:
         return part[0]
-    return np.concatenate([p for p, _ in part]), np.concatenate([n for _, n in part])
+    pos, name = np.concatenate([p for p, _ in part]), np.concatenate([n for _, n in part])
+    if (pos[1:] < pos[:-1]).any():  # anchors added after the chunks' rows (_read_marked)
+        order = np.argsort(pos, kind="stable")
+        pos, name = pos[order], name[order]
+    return pos, name
