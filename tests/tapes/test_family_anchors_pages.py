@@ -16,11 +16,11 @@ from tapeview.tapes import discovery
 from tapeview.tapes.models import Anchor, Tape
 
 from .operator_sources import serve
+from .test_family_anchors import records, summary_tape
 
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 11, 24, 17, 0, tzinfo=UTC)
-DISCORD = "discord:1290457781234567890"  # the demo's session with a summary checkpoint
 
 
 @pytest.fixture
@@ -31,17 +31,6 @@ def demo(settings, tmp_path: Path) -> Path:
     settings.TAPEVIEW_REFRESH_SECONDS = 0
     discovery.sync()
     return root
-
-
-def records(tape: Tape) -> list[dict]:
-    return [json.loads(line) for line in Path(tape.path).read_bytes().split(b"\n") if line.strip()]
-
-
-def summary_tape() -> tuple[Tape, int]:
-    """The demo's nanobot session with a summary checkpoint, and the checkpoint's position."""
-    tape = Tape.objects.get(source="nb", label=DISCORD)
-    marker = next(pos for pos, r in enumerate(records(tape), 1) if r.get("_hidden_history"))
-    return tape, marker
 
 
 def shown(html: str) -> list[int]:

@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 from tapeview.tapes.models import Tape
 
 from .agent import append_line
+from .test_browser_live import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,12 +27,7 @@ def figure(name: str) -> str:
 def test_the_header_counts_the_entries_the_agent_appends(
     page: Page, site: str, user_factory, bub_samples
 ) -> None:
-    user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
+    sign_in(page, site, user_factory)
     page.goto(f"{site}/tapes/{Tape.objects.get(name='session_realistic').key}/?end=1")
     expect(page.locator("#live-badge")).to_have_text("● live")
     entries, since = page.locator("#count-entries"), page.locator("#count-since")
