@@ -9,7 +9,7 @@ from datetime import datetime
 
 import numpy as np
 
-from .packing import CONTEXT, ERROR, HAS_ID, NO_DATE, NO_ID, READABLE, Chunk, from_micros, micros
+from .packing import ANCHOR, CONTEXT, ERROR, HAS_ID, NO_DATE, NO_ID, READABLE, Chunk, from_micros, micros
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,7 @@ class Match:
     longer_than: int | None = None  # length in bytes
     at_most: int | None = None  # length in bytes
     has_id: bool | None = None
+    anchored: bool | None = None  # an anchor of the tape, of any kind (packing.ANCHOR)
     min_id: int | None = None
     since: datetime | None = None  # dated at or after (undated rows never match)
 
@@ -87,6 +88,7 @@ class Match:
             (self.readable, READABLE),
             (self.context, CONTEXT),
             (self.has_id, HAS_ID),
+            (self.anchored, ANCHOR),
         )
 
     def _kind_ok(self, kind: str) -> bool:

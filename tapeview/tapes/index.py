@@ -221,7 +221,7 @@ class _Run:
             e = bub_lines.parse_line(line + b"\n", pos, offset)
         else:
             e = bub_lines.parsed_line(parsed, line + b"\n", pos, offset)
-        flag = flags(e.readable, e.is_error, e.context, e.id is not None)
+        flag = flags(e.readable, e.is_error, e.context, e.id is not None, bool(e.is_anchor or e.anchor))
         self.rows.add(e.pos, e.offset, e.length, e.id, e.kind, e.name, micros(e.date), flag)
         _account(self.tape, e, self.anchors, self.tally)
         self.tape.indexed_offset, self.tape.next_pos = e.offset + e.length, e.pos + 1

@@ -20,8 +20,9 @@ NO_DATE = np.iinfo(np.int64).min  # an entry without a time
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_NAME = 200
 
-# Flag bits of an entry.
-READABLE, ERROR, CONTEXT, HAS_ID = 1, 2, 4, 8
+# Flag bits of an entry. ANCHOR: an anchor of the tape, as the Anchor table holds it (any family's:
+# Bub's anchor lines, nanobot's summary checkpoints and archive pointer, which stay messages).
+READABLE, ERROR, CONTEXT, HAS_ID, ANCHOR = 1, 2, 4, 8, 16
 
 # The arrays of a chunk, in blob order: name, dtype.
 LAYOUT = (
@@ -50,12 +51,13 @@ def from_micros(value: int) -> datetime | None:
     return None if value == NO_DATE else EPOCH + timedelta(microseconds=int(value))
 
 
-def flags(readable: bool, is_error: bool, context: bool, has_id: bool) -> int:
+def flags(readable: bool, is_error: bool, context: bool, has_id: bool, anchor: bool = False) -> int:
     return (
         (READABLE if readable else 0)
         | (ERROR if is_error else 0)
         | (CONTEXT if context else 0)
         | (HAS_ID if has_id else 0)
+        | (ANCHOR if anchor else 0)
     )
 
 

@@ -12,7 +12,7 @@ from tapeview.sources import Entry, TapeNotFound, reader
 from . import filecopy, pictures
 from . import rows as index_rows
 from .blocks import Block, Item, arrange
-from .models import Anchor, Tape
+from .models import Tape
 from .rows import Match, Row, Rows
 
 PAGE_SIZE = 50
@@ -22,7 +22,7 @@ LEAD = 5  # entries shown before a jumped-to position, for context
 # The timeline narrowed to what a count of the tape counts (`?errors=1`, ...): find_rows' filters.
 ONLY: dict[str, dict] = {
     "errors": {"errors": True},  # Tape.errors counts the rows flagged is_error
-    "anchors": {"anchored": True},  # Tape.anchors: the rows the Anchor table holds (_anchored)
+    "anchors": {"anchored": True},  # Tape.anchors: the rows flagged as anchors, of every family
     "unreadable": {"readable": False},  # Tape.unreadable
 }
 
@@ -60,23 +60,8 @@ def find_rows(
     asked of `index` (a snapshot of the tape's rows) when given.
     """
     rows = (index or index_rows.of(tape)).after(after).before(before)
-    if anchored and tape.kind == "bub":  # Bub's anchors are all lines of their own, of kind anchor
-        kinds, anchored = ("anchor",), False
-    rows = rows.where(kinds=tuple(kinds), errors=errors, readable=readable)
-    if anchored:
-        return _anchored(tape, rows, limit, last)
+    rows = rows.where(kinds=tuple(kinds), errors=errors, readable=readable, anchored=anchored or None)
     return rows.tail(limit) if last else rows.head(limit)
-
-
-def _anchored(tape: Tape, rows: Rows, limit: int, last: bool) -> list[Row]:
-    """The first (or `last`) `limit` of these rows the Anchor table holds, of kind anchor or not."""
-    bounds = {"pos__gte": rows.low, "pos__lte": rows.high}
-    held = Anchor.objects.filter(tape=tape, **{k: v for k, v in bounds.items() if v is not None})
-    wanted = set(held.order_by("-pos" if last else "pos").values_list("pos", flat=True)[:limit])
-    kinded = rows.where(kinds=("anchor",))  # found by the chunks' tallies; nanobot's (messages) by position
-    found = {r.pos: r for r in (kinded.tail(limit) if last else kinded.head(limit)) if r.pos in wanted}
-    found.update((r.pos, r) for r in rows.at(sorted(wanted - found.keys())))
-    return [found[pos] for pos in sorted(found)]
 
 
 def rows_for(

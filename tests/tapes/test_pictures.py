@@ -136,7 +136,9 @@ def test_positions_far_past_a_32_bit_product_still_fall_in_their_bucket(db) -> N
     )
     batch = Batch()
     for pos, kind in ((1, "anchor"), (30_000_000, "tool_call"), (49_999_999, "anchor")):
-        batch.add(pos, pos, 1, pos, kind, f"n{pos}", micros(None), flags(True, False, True, True))
+        batch.add(
+            pos, pos, 1, pos, kind, f"n{pos}", micros(None), flags(True, False, True, True, kind == "anchor")
+        )
     bulk.append(tape, batch)
     tape.next_pos = 50_000_000
     tape.save()
@@ -325,6 +327,8 @@ def big_tape(rows: int) -> Tape:
         kind, is_error = big_kind(pos)
         name = f"phase/{pos // 500}" if kind == "anchor" else ""
         date = micros(start + timedelta(minutes=4 * (pos - 1)))
-        batch.add(pos, pos * 100, 100, pos, kind, name, date, flags(True, is_error, True, True))
+        batch.add(
+            pos, pos * 100, 100, pos, kind, name, date, flags(True, is_error, True, True, kind == "anchor")
+        )
     bulk.append(tape, batch)
     return tape

@@ -6,7 +6,6 @@ leaves alone (the marks of the rows indexed before) is kept across appends, unti
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +13,7 @@ from django.core.cache import cache
 
 from .. import rows
 from ..models import Anchor, EntryChunk, Tape
-from ..packing import CHUNK, ERROR, NO_DATE, micros
+from ..packing import ANCHOR, CHUNK, ERROR, NO_DATE, micros
 from ..rows import Match
 
 SPARK_BUCKETS = 40
@@ -251,37 +250,28 @@ def _read_marked(
     kinds, names = kept
     codes = {n: i for i, n in enumerate(names)}
     full, rest = [[pair] for pair in kinds], [[] for _ in MARKS]
-    # The anchors the Anchor table holds: rows of kind anchor (Bub's are all lines of their own), and
-    # nanobot's, which stay messages (formats/nanobot.md §2.5), marked by the table's name for them.
-    anchors = Anchor.objects.filter(tape=tape, pos__gt=through).values_list("pos", "name")
-    held = dict(anchors) if tape.kind != "bub" else {}
-    keys = sorted(held)
+    # An anchor that stays what it is (nanobot's, a message: formats/nanobot.md §2.5) is named by
+    # the Anchor table, not by its row (a role); Bub's are lines of their own, named on their row.
+    held = {}
+    if tape.kind != "bub":
+        held = dict(Anchor.objects.filter(tape=tape, pos__gt=through).values_list("pos", "name"))
     marked = (index or rows.of(tape)).starting(through + 1)
-    marked = marked.any_of(Match(errors=True), Match(kinds=("anchor", "tool_call")))
+    marked = marked.any_of(Match(errors=True), Match(anchored=True), Match(kinds=("tool_call",)))
     for chunk, picked in marked.chunks():
         c = chunk.columns
-        pos = c["pos"][picked].astype(np.int64)
-        anchor = np.array([k == "anchor" for k in chunk.kinds], dtype=bool)[c["kind"][picked]]
-        inside = keys[bisect_left(keys, pos[0]) : bisect_right(keys, pos[-1])]  # few chunks have one
-        found = np.isin(pos, inside) if inside else np.zeros(len(pos), dtype=bool)
-        other = found & ~anchor  # an error or a tool call that is an anchor too
-        errors = (c["flags"][picked] & ERROR) != 0
-        what = np.where(errors, ERROR_MARK, np.where(anchor | other, ANCHOR_MARK, CALL_MARK))
+        pos, flag = c["pos"][picked].astype(np.int64), c["flags"][picked]
+        anchor = (flag & ANCHOR) != 0
+        what = np.where((flag & ERROR) != 0, ERROR_MARK, np.where(anchor, ANCHOR_MARK, CALL_MARK))
         mapping = np.array([codes.setdefault(n, len(codes)) for n in chunk.names], dtype=np.int32)
         name = mapping[c["name"][picked]]
-        name[other] = [codes.setdefault(held[p], len(codes)) for p in pos[other].tolist()]
-        for p in pos[found].tolist():
-            del held[p]
+        other = anchor & (c["kind"][picked] != _code(chunk.kinds, "anchor"))
+        name[other] = [codes.setdefault(held.get(p, ""), len(codes)) for p in pos[other].tolist()]
         closed = chunk.count >= CHUNK  # a full chunk stays as it is: an append only adds chunks
         for code, part in enumerate(full if closed else rest):
             mine = what == code
             part.append((pos[mine], name[mine]))
         if closed:
             through = max(through, int(c["pos"][-1]))
-    # Those left are rows marked for nothing else (messages): anchors, put in order by _joined.
-    for p, n in held.items():
-        one = (np.array([p], dtype=np.int64), np.array([codes.setdefault(n, len(codes))], dtype=np.int32))
-        (full if p <= through else rest)[ANCHOR_MARK].append(one)
     names = sorted(codes, key=codes.__getitem__)
     kept = (tuple(_joined(part) for part in full), names) if len(full[0]) > 1 else (kinds, names)
     if not rest[0]:
@@ -289,11 +279,12 @@ def _read_marked(
     return through, kept, (tuple(_joined([k, *r]) for k, r in zip(kept[0], rest, strict=True)), names)
 
 
+def _code(words: list[str], word: str) -> int:
+    """The code of `word` in a chunk's kinds or names; -1 (no entry's) where it has none."""
+    return words.index(word) if word in words else -1
+
+
 def _joined(part: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     if len(part) == 1:
         return part[0]
-    pos, name = np.concatenate([p for p, _ in part]), np.concatenate([n for _, n in part])
-    if (pos[1:] < pos[:-1]).any():  # anchors added after the chunks' rows (_read_marked)
-        order = np.argsort(pos, kind="stable")
-        pos, name = pos[order], name[order]
-    return pos, name
+    return np.concatenate([p for p, _ in part]), np.concatenate([n for _, n in part])
