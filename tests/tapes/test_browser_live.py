@@ -29,14 +29,14 @@ def sign_in(page: Page, site: str, user_factory) -> None:
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
 
 
-def answer(entry_id: int, text: str) -> str:
+def answer(entry_id: int, text: str, date: str = "2026-11-22T01:40:00.000000+00:00") -> str:
     """An assistant's message as Bub writes it."""
     line = {
         "id": entry_id,
         "kind": "message",
         "payload": {"role": "assistant", "content": text},
         "meta": {},
-        "date": "2026-11-22T01:40:00.000000+00:00",
+        "date": date,
     }
     return json.dumps(line, ensure_ascii=False) + "\n"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -11,7 +10,7 @@ from playwright.sync_api import Page, expect
 from tapeview.tapes.models import Tape
 
 from .agent import append_line
-from .test_browser_live import sign_in
+from .test_browser_live import answer, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,14 +35,8 @@ def test_the_header_counts_the_entries_the_agent_appends(
     before = {"since": since.inner_text(), "size": size.inner_text(), "activity": activity.inner_text()}
     page.evaluate("window.notReloaded = true")
 
-    line = {
-        "id": 98,
-        "kind": "message",
-        "payload": {"role": "assistant", "content": "Appended while you watched"},
-        "meta": {},
-        "date": "2026-12-01T09:30:00.000000+00:00",
-    }
-    append_line(bub_samples / "session_realistic.jsonl", json.dumps(line) + "\n")
+    later = "2026-12-01T09:30:00.000000+00:00"  # after the tape's last entry: Activity moves
+    append_line(bub_samples / "session_realistic.jsonl", answer(98, "Appended while you watched", later))
     expect(page.locator("#e98")).to_contain_text("Appended while you watched", timeout=2000)
     expect(entries).to_have_text("98")
     expect(since).to_have_text(str(int(before["since"]) + 1))
