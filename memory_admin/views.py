@@ -132,19 +132,23 @@ def store_preview(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def store_diff(request: HttpRequest, key: str) -> HttpResponse:
-    """Two versions of a store side by side (`?frm=&to=`). Template `memory_admin/store_diff.html`."""
-    store = find_store(key)
-    form = DiffForm(request.GET)
+    """Two versions compared (`?frm=&to=`), or the `only` one. Template `memory_admin/store_diff.html`."""
+    store, form = find_store(key), DiffForm(request.GET)
     form.is_valid()
-    ctx = {"store": store, "versions": versions.versions(store)}
+    ctx: dict = {"store": store}
     try:
         pair = versions.diff_pair(store, form.cleaned_data.get("frm"), form.cleaned_data.get("to"))
     except LookupError as exc:
         raise Http404(str(exc)) from None
     except StoreError as exc:
         # The file cannot be read now, so there is no current version: the kept ones can still be picked.
-        return render(request, "memory_admin/store_diff.html", {**ctx, "problem": str(exc)}, status=400)
-    ctx.update(frm=pair.frm, to=pair.to, lines=diff.line_diff(pair.old, pair.new))
+        ctx.update(versions=versions.versions(store), problem=str(exc))
+        return render(request, "memory_admin/store_diff.html", ctx, status=400)
+    # Listed after diff_pair: reading the store keeps its current version, which a picker must offer.
+    choices = versions.versions(store)
+    if len(choices) == 1:
+        return render(request, "memory_admin/store_diff.html", {**ctx, "only": choices[0]})
+    ctx.update(versions=choices, frm=pair.frm, to=pair.to, lines=diff.line_diff(pair.old, pair.new))
     return render(request, "memory_admin/store_diff.html", ctx)
 
 

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, ValidationError
 from ninja.operation import Operation
 
@@ -32,6 +32,12 @@ class TapeviewAPI(NinjaAPI):
         return operation.view_func.__name__
 
 
+class Docs(Swagger):
+    """ninja's Swagger page with a link back to the dashboard (`templates/api/docs.html`)."""
+
+    template = "api/docs.html"
+
+
 api = TapeviewAPI(
     title="Tapeview API",
     version="1",
@@ -43,6 +49,7 @@ api = TapeviewAPI(
     ),
     urls_namespace="api",
     auth=[TokenAuth(), SessionAuth()],
+    docs=Docs(),
     docs_decorator=docs_access,
 )
 api.add_router("", tapes.router)

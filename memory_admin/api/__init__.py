@@ -233,6 +233,9 @@ def _long_term(store: MemoryStore, body: LongTermIn, actor: Actor) -> Status:
 def prune_store(request: HttpRequest, store_id: str, body: PruneIn) -> Status | HttpResponse:
     """Remove a Bub zone's notes older than `older_than_days`; a dry run says exactly which would go.
 
+    Both need write scope (a write token, or the operator role): a dry run too, as the store page shows
+    its prune preview to operators only. A read token or a viewer gets 403.
+
     A store on another host: its watcher prunes it (as here when done within the wait, else 202).
     """
     actor = writer(request)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from ..history import LineOrigin
 from ..models import MemoryStore
 from ..stores import araliya_kv
 from ..stores.model import Snapshot
-from .base import StoreKind
+from .base import StoreKind, parse_time
 
 NO_TRACE = "araliya records no trace of the turn that set a key"
 
@@ -33,7 +32,7 @@ class AraliyaKv(StoreKind):
         stamps = araliya_kv.stamps(store.ref())
         out: list[LineOrigin | None] = []
         for pair in snap.items:
-            origin = LineOrigin(_time(stamps.get(pair.key)), None, NO_TRACE)
+            origin = LineOrigin(parse_time(stamps.get(pair.key)), None, NO_TRACE)
             out += [origin] * len(araliya_kv.render([pair]).splitlines())
         return out
 
@@ -47,11 +46,3 @@ class AraliyaKv(StoreKind):
             "delete": lambda: araliya_kv.delete_value(ref, params["key"], base_version),
         }
         operations[action]()
-
-
-def _time(stamp: str | None) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(stamp) if stamp else None
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed and not parsed.tzinfo else parsed

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -113,3 +113,14 @@ class StoreKind:
 
     def prune_preview(self, store: MemoryStore, days: int) -> list[str]:
         raise StoreError("prune applies to Bub memory zones only")
+
+
+def parse_time(stamp: object) -> datetime | None:
+    """An ISO time as an agent stored it, in UTC (naive taken as UTC); None for anything else."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        parsed = datetime.fromisoformat(stamp)
+        return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):  # not a time, or one that has no UTC ("0001-01-01T00:00+01:00")
+        return None

@@ -14,7 +14,7 @@ from ..models import MemoryStore
 from ..stores import yachiyo_memory
 from ..stores.model import Snapshot
 from ..stores.yachiyo_memory import MemoryEntry
-from .base import StoreKind
+from .base import StoreKind, parse_time
 
 
 class YachiyoMemory(StoreKind):
@@ -37,10 +37,10 @@ class YachiyoMemory(StoreKind):
         out: list[LineOrigin | None] = []
         for n, (entry, block) in enumerate(yachiyo_memory.blocks(store.ref())):
             source, note = traces.call_of(entry)
-            made = LineOrigin(_time(entry.created_at), source, note)
+            made = LineOrigin(parse_time(entry.created_at), source, note)
             # An entry comes with the blank line before it (blocks are a blank line apart).
             out += [made] * (len(block.splitlines()) - 1 + (n > 0))
-            out.append(LineOrigin(_time(entry.updated_at), source, note))
+            out.append(LineOrigin(parse_time(entry.updated_at), source, note))
         return out
 
     def export_content(self, snap: Snapshot) -> dict:
@@ -96,11 +96,3 @@ class _Traces:
             return None, []
         rows = index_rows.of(tape).where(kinds=("tool_call",), name_contains="memory_write")
         return tape, read_rows(tape, rows.all())
-
-
-def _time(stamp: str) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -1,10 +1,14 @@
-"""Rendering for the memory pages: Markdown as the agent's user would read it."""
+"""Rendering for the memory pages: Markdown as the agent's user would read it, times as the site shows."""
 
 from __future__ import annotations
 
 from django import template
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
+
+from tapeview.tapes.templatetags.tapes import when
+
+from ..kinds.base import parse_time
 
 register = template.Library()
 # Raw HTML in memory files is shown as text, never rendered: the files are not ours to trust.
@@ -14,3 +18,12 @@ _md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table"
 @register.filter
 def markdown(text: str) -> str:
     return mark_safe(_md.render(text or ""))
+
+
+@register.filter
+def stamp(value: object) -> str:
+    """A time an agent stored as text, shown as the site shows times; text that is no time, as it is."""
+    moment = parse_time(value)
+    if moment is not None:
+        return when(moment)
+    return when(None) if value in (None, "") else str(value)

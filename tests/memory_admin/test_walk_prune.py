@@ -1,0 +1,43 @@
+"""A prune preview is for operators in the browser, so a dry run over the API needs write scope, as documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_admin.models import MemoryStore
+
+pytestmark = pytest.mark.django_db
+
+
+def zone() -> MemoryStore:
+    return MemoryStore.objects.filter(kind="bub.zone").first()
+
+
+def test_the_store_page_shows_the_prune_preview_to_operators_only(
+    viewer_client, user_factory, memory_sources
+) -> None:
+    page = viewer_client.get(f"/memory/{zone().key}/", {"days": "0"}).content.decode()
+    assert 'id="prune-preview"' not in page and "Prune daily notes" not in page
+    viewer_client.force_login(user_factory("olga", "operator"))
+    page = viewer_client.get(f"/memory/{zone().key}/", {"days": "0"}).content.decode()
+    assert 'id="prune-preview"' in page
+
+
+def test_a_read_token_gets_403_naming_write_scope_even_for_a_dry_run(reader, writer, memory_sources) -> None:
+    store = zone()
+    before = Path(store.path).read_bytes()
+    for dry_run in (True, False):
+        r = reader.post(f"/api/memory/{store.key}/prune", {"older_than_days": 0, "dry_run": dry_run})
+        assert r.status_code == 403 and "write scope" in r.json()["detail"]
+    dry = writer.post(f"/api/memory/{store.key}/prune", {"older_than_days": 0, "dry_run": True})
+    assert dry.status_code == 200 and dry.json()["dry_run"] is True
+    assert Path(store.path).read_bytes() == before
+
+
+def test_the_api_docs_say_a_prune_and_its_dry_run_both_need_write_scope(reader) -> None:
+    doc = reader.get("/api/openapi.json").json()
+    description = doc["paths"]["/api/memory/{store_id}/prune"]["post"]["description"]
+    assert "Both need write scope" in description and "a dry run too" in description
+    assert "A read token or a viewer gets 403" in description
