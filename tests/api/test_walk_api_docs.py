@@ -44,3 +44,9 @@ def test_swagger_renders_and_its_link_leads_back_to_the_sessions(
     page.screenshot(path=str(ARTIFACTS / "api-docs-back-link.png"))
     page.get_by_role("link", name="← Tapeview").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Sessions")
+
+
+def test_every_page_of_a_signed_in_viewer_links_to_the_api_docs(viewer_client) -> None:
+    for url in ("/", "/memory/", "/search/"):
+        page = viewer_client.get(url).content.decode()
+        assert re.search(r'<a href="/api/docs"[^>]*>API</a>', page), url
