@@ -1,6 +1,7 @@
 """The site's error answers: the styled pages, or `{"detail": ...}` JSON under /api/.
 
-Django calls these for what never reaches a view's own handling: a body over the size limit (400),
+Django calls these for what never reaches a view's own handling: a body over the size limit or a
+request refused for another reason it can name (400),
 an unknown URL (404), a refusal raised outside the API (403), a crash (500).
 """
 
@@ -9,9 +10,21 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from django.conf import settings
+from django.contrib.sessions.exceptions import InvalidSessionKey, SuspiciousSession
+from django.core.exceptions import (
+    BadRequest,
+    DisallowedHost,
+    RequestDataTooBig,
+    SuspiciousMultipartForm,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
+from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.views import defaults
 
@@ -19,6 +32,20 @@ from tapeview.sources import TapeNotFound, WriteFailed
 
 RETRY_AFTER_DOWN = 5  # seconds: a database restart is usually over by then
 
+REASON_CHARS = 300  # a BadRequest's words, shown at most this long
+# What a 400 says of what Django refused (the limits filled in from the settings).
+REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (RequestDataTooBig, "The request's body is too large: this server accepts at most {body}."),
+    (TooManyFieldsSent, "The form sent too many fields: this server accepts at most {fields}."),
+    (TooManyFilesSent, "The form sent too many files: this server accepts at most {files}."),
+    (
+        DisallowedHost,
+        "This server does not answer to the host name in the address "
+        "(TAPEVIEW_ALLOWED_HOSTS names the ones it does).",
+    ),
+    ((MultiPartParserError, SuspiciousMultipartForm), "The form's body could not be read as form data."),
+    ((InvalidSessionKey, SuspiciousSession), "The session cookie could not be read: sign in again."),
+)
 MESSAGES = {
     400: "bad request: the body is too large or malformed",
     403: "forbidden",
@@ -36,7 +63,35 @@ def _json(request: HttpRequest, status: int) -> JsonResponse | None:
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return _json(request, 400) or defaults.bad_request(request, exception)
+    """400: why, where it is known (bad_request_reason), else that it was too large or malformed.
+
+    Rendered without the request, as Django's own: the request may be what cannot be read (its
+    host refused, its body), so no context processor looks at it."""
+    reason = bad_request_reason(exception)
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": reason or MESSAGES[400]}, status=400)
+    return HttpResponseBadRequest(render_to_string("400.html", {"reason": reason}))
+
+
+def bad_request_reason(exception: Exception) -> str:
+    """What a 400's page says of its cause: our words for what Django refused, never its own text
+    (a DisallowedHost's names the host sent, a multipart error's the boundary); a BadRequest's own
+    words, which are ours (the views raise it) or Django's fixed ones; "" when it cannot be told."""
+    limits = {
+        "body": _size(settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
+        "fields": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS or "no limit",
+        "files": settings.DATA_UPLOAD_MAX_NUMBER_FILES or "no limit",
+    }
+    for kinds, words in REASONS:
+        if isinstance(exception, kinds):
+            return words.format(**limits)
+    if isinstance(exception, BadRequest) and exception.args and isinstance(exception.args[0], str):
+        return exception.args[0][:REASON_CHARS]
+    return ""
+
+
+def _size(n: int | None) -> str:
+    return "no limit" if n is None else filesizeformat(n).replace("\xa0", " ")
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:

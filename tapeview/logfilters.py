@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 
+# How axes_client names the attempts whose refusal is logged as a request of its own.
+ANSWERED = ("an API token", "a sign-in link")
+
 
 class OneLineClientErrors(logging.Filter):
     """A 4xx answer (a 403 for a viewer, a failed CSRF check, a 404) is the client's mistake: one line,
@@ -27,6 +30,43 @@ class OneLineClientErrors(logging.Filter):
             (status, _one_line(request.method), path, _who(request), reason),
         )
         return True
+
+
+class OneLineSignInFailures(logging.Filter):
+    """django-axes counts every failed sign-in (its lockout needs the count) and logs each one. A
+    refused API token or sign-in link already has its line (OneLineClientErrors: the 401 or 403,
+    naming the token by its prefix), so axes' line of it is dropped; a wrong password, answered
+    with the form again, has only axes' line, said plainly. The attempt that locks a token or link
+    out is still answered 401 or 403, so the lockout says so; a password's is answered 429."""
+
+    FAILURES = ("AXES: New login failure", "AXES: Repeated login failure")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        attempt = str(record.args[0]) if isinstance(record.args, tuple) and record.args else ""
+        if message.startswith(self.FAILURES):
+            if attempt.startswith(ANSWERED):
+                return False
+            record.msg, record.args = "sign-in refused: %s", (attempt,)
+        elif message.startswith("AXES: Locking out"):
+            if not attempt.startswith(ANSWERED):
+                return False  # the password's form is answered 429, logged as a request
+            record.msg, record.args = "sign-ins locked out after repeated failures, the last: %s", (attempt,)
+        return True
+
+
+def axes_client(
+    username: str | None, ip_address: str, user_agent: str, path_info: object, request: object
+) -> str:
+    """How django-axes names an attempt in its log lines (AXES_CLIENT_STR_CALLABLE): what was tried,
+    from which address (what the lockout counts), on which path; never the username typed (it
+    may be a password typed in the wrong field), as axes' own masking."""
+    from tapeview.accounts import throttle  # at call time, when the apps are loaded
+
+    tried = {throttle.TOKEN["username"]: ANSWERED[0], throttle.LINK["username"]: ANSWERED[1]}
+    path = path_info[0] if isinstance(path_info, tuple | list) and path_info else path_info
+    what = tried.get(username or "", "a password")
+    return f"{what} from {_one_line(str(ip_address or '?'))} on {_one_line(str(path or '?'))}"
 
 
 def _who(request: object) -> str:

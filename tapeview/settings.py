@@ -138,6 +138,9 @@ AXES_LOCKOUT_PARAMETERS = ["ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+# Its log lines name what was tried, from where, on which path; a refusal that is logged as a
+# request of its own is not logged again (tapeview.logfilters.OneLineSignInFailures).
+AXES_CLIENT_STR_CALLABLE = "tapeview.logfilters.axes_client"
 
 # No inline script anywhere: htmx comes from our own static files and is driven by attributes.
 CONTENT_SECURITY_POLICY = {
@@ -238,12 +241,17 @@ SILENCED_SYSTEM_CHECKS = ["security.W021"]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"one_line": {"()": "tapeview.logfilters.OneLineClientErrors"}},
+    "filters": {
+        "one_line": {"()": "tapeview.logfilters.OneLineClientErrors"},
+        "sign_in": {"()": "tapeview.logfilters.OneLineSignInFailures"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    # django.request logs refused requests, django.security.csrf failed CSRF checks: one line each.
+    # django.request logs refused requests, django.security.csrf failed CSRF checks: one line each;
+    # axes' handler logs failed sign-ins and lockouts, but not again a refusal logged as a request.
     "loggers": {
         "django.request": {"filters": ["one_line"]},
         "django.security.csrf": {"filters": ["one_line"]},
+        "axes.handlers.database": {"filters": ["sign_in"]},
     },
     "root": {"handlers": ["console"], "level": os.environ.get("TAPEVIEW_LOG_LEVEL") or "WARNING"},
 }

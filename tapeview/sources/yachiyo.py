@@ -22,6 +22,7 @@ from .yachiyo_entries import as_text, body, decode_result, flatten, obj, result_
 
 KIND = "yachiyo"
 PREVIEW_BYTES = 600
+TITLE_UNITS = 40  # yachiyo's title: the first user message's first 40 UTF-16 units (formats §A.3)
 SAFE = "-_.!~*'()"  # what JS encodeURIComponent leaves alone
 
 
@@ -48,7 +49,7 @@ def discover(root: Path) -> list[TapeFile]:
     for sid, summary in index.items():
         path = store / "sessions" / (quote(sid, safe=SAFE) + ".json")
         title = summary.get("title") if isinstance(summary, dict) else None
-        label = f"{title} · {sid}" if isinstance(title, str) and title else sid
+        label = f"{_marked(title)} · {sid}" if isinstance(title, str) and title else sid
         note = "" if path.is_file() else "listed in index.json but its file is gone (yachiyo answers 404)"
         rel = path.relative_to(root).as_posix()
         found.append(TapeFile(rel, path, sid, label=label, append_only=False, note=note))
@@ -129,10 +130,24 @@ def pointer(metadata: dict | None, messages: int) -> int:
 
 
 def session_label(tape_name: str, entry: Entry) -> str | None:
-    """yachiyo's own title rule: the first user message, trimmed, cut to 40 characters."""
+    """yachiyo's own title rule (the first user message, trimmed, cut to 40 UTF-16 units), with an
+    ellipsis where it cut: the label of a session index.json does not list."""
     if entry.kind != "message" or entry.name != "user" or not isinstance(entry.payload, dict):
         return None
-    return as_text(entry.payload.get("content")).strip()[:40] or None
+    text = as_text(entry.payload.get("content")).strip()
+    title = _utf16(text)[: TITLE_UNITS * 2].decode("utf-16-le", errors="ignore")  # a cut pair: dropped
+    return (title + "…" if len(_utf16(text)) > TITLE_UNITS * 2 else title) or None
+
+
+def _marked(title: str) -> str:
+    """An index.json title with an ellipsis where yachiyo cut it: a title of exactly 40 UTF-16 units
+    was cut (or the message was exactly that long: the index keeps no more to tell). A longer one
+    was not made by that rule (edited by hand?): shown as it is."""
+    return title + "…" if len(_utf16(title)) == TITLE_UNITS * 2 else title
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-le", errors="surrogatepass")
 
 
 def _bodies(entry: Entry) -> list[dict]:

@@ -27,6 +27,7 @@ from .rows import Rows
 CAP_ROWS = 2_000
 CAP_BYTES = 4 * 1024 * 1024
 TURN_EVENTS = ("loop.start", "run")
+TURN_STARTS_ENDS = {("event", "loop.start"), ("event", "run"), ("message", "user")}  # moved_by
 CAP_CHARS = 2_000_000
 MESSAGE_OVERHEAD = 3  # tokens a chat message costs besides its text (OpenAI's counting guide)
 TURNS_SECONDS = 600  # how long the turn starts and reports read are kept (_turns)
@@ -80,18 +81,17 @@ def measure(tape: Tape, index: Rows | None = None) -> Budget:
     cache until the tape's index changes: it reads and counts the tape's newest entries.
     """
     # Everything it reads besides the rows: the fields the indexer keeps, and the settings.
-    also = (
-        tape.kind,
-        tape.role,
-        tape.model,
-        tape.context_tokens,
-        tape.last_anchor_pos,
-        tape.overflowed,
-        windows.window(tape.model),
-        windows.encoding(tape.model),
-        (CAP_ROWS, CAP_BYTES, CAP_CHARS),
-    )
+    kept = (tape.kind, tape.role, tape.model, tape.context_tokens, tape.last_anchor_pos, tape.overflowed)
+    also = (*kept, windows.window(tape.model), windows.encoding(tape.model), (CAP_ROWS, CAP_BYTES, CAP_CHARS))
     return pictures.cached("budget", tape, lambda: _measure(tape, index), also)
+
+
+def moved_by(tape: Tape, appended: list[Entry]) -> bool:
+    """Whether entries the agent appended call for measuring again on the live end: always when it
+    reports its prompts (the index keeps them: cheap), else (an estimate reads up to CAP_ROWS
+    entries) at an anchor, or where a turn starts or ends."""
+    turns = ((e.kind, e.name) in TURN_STARTS_ENDS for e in appended)
+    return tape.context_tokens is not None or any(e.is_anchor for e in appended) or any(turns)
 
 
 def _measure(tape: Tape, index: Rows | None) -> Budget:

@@ -82,11 +82,68 @@ def hosts() -> list[str]:
 
 def sources_elsewhere() -> QuerySet:
     """The sources other hosts indexed into this database (this host's are its configured ones):
-    host, source, and their tapes, entries and last indexing."""
+    host, source, and their sessions, the sessions' entries and last indexing."""
     others = (
         Tape.objects.exclude(host=discovery.this_host()).values("host", "source").order_by("host", "source")
     )
-    return others.annotate(tapes=Count("id"), entries=Sum("entries"), last_indexed=Max("indexed_at"))
+    session = Q(owner__isnull=True)  # as the session index counts them (see files_by_source)
+    return others.annotate(
+        tapes=Count("id", filter=session),
+        entries=Sum("entries", filter=session),
+        last_indexed=Max("indexed_at"),
+    )
+
+
+# What a file that is not a session of its own is to the one it belongs to, as the Sources page names it.
+ATTACHED = {
+    "sidecar": ("sidecar", "sidecars"),
+    "archive": ("backup", "backups"),
+    "fork": ("fork copy", "fork copies"),
+}
+
+
+@dataclass(frozen=True)
+class SourceFiles:
+    """A source's files as the session index counts them: the sessions (its rows), and the files
+    listed with a session (sidecars, `.bak` backups, fork copies) that are not sessions of their own."""
+
+    sessions: int = 0
+    entries: int = 0  # the sessions' entries, as the index's rows add up
+    attached: tuple[tuple[int, str], ...] = ()  # (how many, what), e.g. (2, "backups")
+    attached_entries: int = 0
+
+    @property
+    def attached_files(self) -> int:
+        return sum(n for n, _ in self.attached)
+
+
+def files_by_source() -> dict[str, SourceFiles]:
+    """Per source label of this host, its sessions and the other files listed with them."""
+    rows = (
+        Tape.objects.filter(host=discovery.this_host())
+        .values("source", "role", attached=Q(owner__isnull=False))
+        .order_by()
+        .annotate(n=Count("id"), entries=Sum("entries"))
+    )
+    sessions: dict[str, list[int]] = {}
+    attached: dict[str, dict[str, int]] = {}
+    attached_entries: dict[str, int] = {}
+    for row in rows:
+        source = row["source"]
+        sessions.setdefault(source, [0, 0])
+        if row["attached"]:
+            attached.setdefault(source, {})[row["role"]] = row["n"]
+            attached_entries[source] = attached_entries.get(source, 0) + (row["entries"] or 0)
+        else:  # a session, or an attachment whose tape is gone: the index lists it as a row
+            sessions[source][0] += row["n"]
+            sessions[source][1] += row["entries"] or 0
+    out = {}
+    for source, (n, entries) in sessions.items():
+        held = attached.get(source, {})
+        order = sorted(held, key=lambda role: (list(ATTACHED).index(role) if role in ATTACHED else 9, role))
+        named = tuple((held[role], ATTACHED.get(role, (role, role))[held[role] != 1]) for role in order)
+        out[source] = SourceFiles(n, entries, named, attached_entries.get(source, 0))
+    return out
 
 
 def kinds_held() -> list[str]:

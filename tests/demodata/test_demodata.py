@@ -185,9 +185,9 @@ def test_history_journal_has_rising_cursors_and_two_entries_waiting_for_dream(na
 def test_yachiyo_sessions_are_discovered_by_title_and_id(yachiyo_dir: Path) -> None:
     found = yachiyo.discover(yachiyo_dir)
     assert [t.label for t in found] == [
-        "CI keeps failing on the websocket reconn · sess-ci-flaky-ws",
+        "CI keeps failing on the websocket reconn… · sess-ci-flaky-ws",
         "帮我回忆一下前端重构的约定：组件命名和状态管理怎么定的？ · proj/前端重构 #2",
-        "Run the gateway test suite and tell me w · sess-review-low",
+        "Run the gateway test suite and tell me w… · sess-review-low",
     ]
     assert all(t.note == "" for t in found)
     assert found[1].path.name == "proj%2F%E5%89%8D%E7%AB%AF%E9%87%8D%E6%9E%84%20%232.json"
@@ -200,7 +200,7 @@ def test_yachiyo_sessions_read_without_unreadable_entries_and_with_tool_traffic(
 
 
 def test_low_permission_session_shows_the_denied_tool_call(yachiyo_dir: Path) -> None:
-    entries = sessions(yachiyo, yachiyo_dir)["Run the gateway test suite and tell me w · sess-review-low"]
+    entries = sessions(yachiyo, yachiyo_dir)["Run the gateway test suite and tell me w… · sess-review-low"]
     [failed] = [e for e in entries if e.is_error]
     [result] = yachiyo.tool_results(failed)
     assert result["content"]["code"] == "PERMISSION_DENIED" and result["is_error"]

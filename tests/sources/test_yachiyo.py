@@ -74,7 +74,9 @@ def test_every_indexed_session_is_a_rewritten_tape_labelled_by_title_and_id(root
     index = index_doc()
     assert [t.name for t in tapes] == SESSIONS
     for tape in tapes:
-        assert tape.label == f"{index[tape.name]['title']} · {tape.name}"
+        title = index[tape.name]["title"]
+        cut = "…" if len(title.encode("utf-16-le")) == 80 else ""  # yachiyo cut it at 40 UTF-16 units
+        assert tape.label == f"{title}{cut} · {tape.name}"
         assert tape.append_only is False and tape.note == "" and tape.path.is_file()
     assert len({t.key for t in tapes}) == len(tapes)
 
@@ -177,7 +179,7 @@ def test_a_session_file_missing_from_the_index_is_shown_with_a_note(data: Path) 
     tape = next(t for t in yachiyo.discover(data) if t.name == "sess/unlisted")
     assert tape.label is None and "not listed in index.json" in tape.note
     first_user = next(e for e in yachiyo.scan(tape.path) if e.kind == "message")
-    assert yachiyo.session_label(tape.name, first_user) == 'Remember that my password hint is "blue '
+    assert yachiyo.session_label(tape.name, first_user) == 'Remember that my password hint is "blue …'
 
 
 def test_an_index_entry_whose_file_is_gone_is_shown_with_a_note(data: Path) -> None:

@@ -110,9 +110,17 @@ def _index(query: str) -> str:
 def source_list(request: HttpRequest) -> HttpResponse:
     """Every configured source: its kind (or that it cannot be told), health, how far it is indexed,
     problems and the subfolders it does not read. Template `tapes/source_list.html`, context
-    `sources` (SourceHealth) and `indexing` (health.Indexing: the watcher's heartbeat); when the
-    index holds more than one host, `this_host` and `elsewhere` (listing.sources_elsewhere)."""
-    ctx = {"sources": health.source_health(), "indexing": health.indexing()}
+    `sources` (SourceHealth), `rows` (each SourceHealth with its listing.SourceFiles: the sessions
+    the index lists, apart from the sidecars and backups listed with them) and `indexing`
+    (health.Indexing: the watcher's heartbeat); when the index holds more than one host,
+    `this_host` and `elsewhere` (listing.sources_elsewhere)."""
+    sources = health.source_health()
+    files = listing.files_by_source()
+    ctx = {
+        "sources": sources,
+        "rows": [(s, files.get(s.spec.label, listing.SourceFiles())) for s in sources],
+        "indexing": health.indexing(),
+    }
     if len(listing.hosts()) > 1:
         ctx.update(this_host=discovery.this_host(), elsewhere=listing.sources_elsewhere())
     return render(request, "tapes/source_list.html", ctx)

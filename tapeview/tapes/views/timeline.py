@@ -90,11 +90,15 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
     form.is_valid()
     after, seen = form.cleaned_data.get("after"), form.cleaned_data.get("seen")
     if after is None:
-        raise BadRequest("after is the position of the last entry shown")
+        problem = " ".join(form.errors.get("after", ["It is missing."]))
+        raise BadRequest(f"?after= is the position of the last entry shown, a whole number: {problem}")
     if seen is not None and tape.size == seen:
         return HttpResponse(status=204)
     try:
         page = timeline.page(tape, after=after)
+        # What was appended can move the budget (a reported prompt, an anchor): sent again out of band.
+        moved = budget.moved_by(tape, [item.entry for item in page.items])
+        measured = budget.measure(tape, page.index) if moved else None
     except TapeNotFound as gone:
         raise Http404(gone.detail) from None
     ctx = {
@@ -102,6 +106,7 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         "after": page.last_pos or after,
         # A shorter file was replaced or cut: positions may name other entries now; stop following.
         "replaced": seen is not None and tape.size < seen,
+        "budget": measured,
     }
     return _render(request, "tapes/tape_detail.html#live", ctx)
 
