@@ -72,3 +72,24 @@ def test_an_index_of_bub_tapes_made_before_the_flag_is_flagged_in_place(viewer_c
         was, now = packing.decode(chunks[pk], vocab), packing.decode(bytes(blob), vocab)
         changed = now.columns["flags"] != was.columns["flags"]
         assert ((now.columns["flags"][changed] & packing.ANCHOR) != 0).all()
+
+
+def test_a_later_layout_has_the_tapes_with_anchors_read_again(viewer_client, served, monkeypatch) -> None:
+    """Run by a version whose chunks are laid out otherwise, the migration does not rewrite blobs it
+    cannot read: those tapes are indexed again (and flagged by the indexer)."""
+    from tapeview.tapes import index
+
+    tape = max(Tape.objects.filter(kind="bub", role="tape"), key=lambda t: t.anchors)
+    positions = list(Anchor.objects.filter(tape=tape).order_by("pos").values_list("pos", flat=True))
+    unflag(tape)
+    monkeypatch.setattr(packing, "LAYOUT", (*packing.LAYOUT, ("more", np.uint8)))
+    MIGRATION.flag_anchors(apps, None)
+    monkeypatch.undo()
+    flags = [
+        packing.decode(bytes(b), v).columns["flags"] for b, v in tape.chunks.values_list("columns", "vocab")
+    ]
+    assert not any((f & packing.ANCHOR).any() for f in flags), "no blob was rewritten"
+    index.refresh(Tape.objects.get(pk=tape.pk))
+    cache.clear()
+    assert anchors_page(viewer_client, tape) == positions[:50]
+    assert Tape.objects.get(pk=tape.pk).anchors == len(positions)

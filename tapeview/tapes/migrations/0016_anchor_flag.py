@@ -17,11 +17,29 @@ from django.db import migrations
 from tapeview.tapes import packing
 
 ANCHOR = 16  # packing.ANCHOR
+# packing.LAYOUT as this was written: the chunks it flags are of this layout. Run by a later version
+# whose packing lays chunks out otherwise, it has the tapes with anchors read again instead.
+LAYOUT = (
+    ("pos", "int32"),
+    ("offset", "int64"),
+    ("length", "int64"),
+    ("entry_id", "int64"),
+    ("date", "int64"),
+    ("kind", "uint16"),
+    ("name", "uint16"),
+    ("flags", "uint8"),
+)
 
 
 def flag_anchors(apps, schema_editor):
     Anchor = apps.get_model("tapeview", "Anchor")
     EntryChunk = apps.get_model("tapeview", "EntryChunk")
+    if tuple((name, np.dtype(dtype).name) for name, dtype in packing.LAYOUT) != LAYOUT:
+        with_anchors = Anchor.objects.values("tape_id")
+        # indexed_at: looked at again; phase_count -1: a Bub tape is reset first (tapes.index._read_appended).
+        tapes = apps.get_model("tapeview", "Tape").objects.filter(pk__in=with_anchors)
+        tapes.update(indexed_at=None, phase_count=-1)
+        return
     held: dict[int, list[int]] = defaultdict(list)
     for tape_id, pos in Anchor.objects.order_by("tape_id", "pos").values_list("tape_id", "pos").iterator():
         held[tape_id].append(pos)
