@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tapeview.tapes.models import Tape
-
 from .agent import append_line
-from .test_browser_live import answer, sign_in
+from .test_browser_live import answer, tape_end  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,20 +22,14 @@ def figure(name: str) -> str:
     return f"dl.stats > div:has(> dt:text-is('{name}')) > dd"
 
 
-def test_the_header_counts_the_entries_the_agent_appends(
-    page: Page, site: str, user_factory, bub_samples
-) -> None:
-    sign_in(page, site, user_factory)
-    page.goto(f"{site}/tapes/{Tape.objects.get(name='session_realistic').key}/?end=1")
-    expect(page.locator("#live-badge")).to_have_text("● live")
+def test_the_header_counts_the_entries_the_agent_appends(page: Page, tape_end: Path) -> None:  # noqa: F811
     entries, since = page.locator("#count-entries"), page.locator("#count-since")
     size, activity = page.locator(figure("Size")), page.locator(figure("Activity"))
     expect(entries).to_have_text("97")
     before = {"since": since.inner_text(), "size": size.inner_text(), "activity": activity.inner_text()}
-    page.evaluate("window.notReloaded = true")
 
     later = "2026-12-01T09:30:00.000000+00:00"  # after the tape's last entry: Activity moves
-    append_line(bub_samples / "session_realistic.jsonl", answer(98, "Appended while you watched", later))
+    append_line(tape_end, answer(98, "Appended while you watched", later))
     expect(page.locator("#e98")).to_contain_text("Appended while you watched", timeout=2000)
     expect(entries).to_have_text("98")
     expect(since).to_have_text(str(int(before["since"]) + 1))

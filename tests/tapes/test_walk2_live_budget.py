@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tapeview.tapes.models import Tape
-
 from .agent import append_line
-from .test_browser_live import sign_in
+from .test_browser_live import tape_end  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -24,16 +23,10 @@ def bub(entry_id: int, kind: str, payload: dict) -> str:
     return json.dumps(line) + "\n"
 
 
-def test_the_budget_box_follows_a_reported_prompt_and_a_new_anchor(
-    page: Page, site: str, user_factory, bub_samples
-) -> None:
-    sign_in(page, site, user_factory)
-    page.goto(f"{site}/tapes/{Tape.objects.get(name='session_realistic').key}/?end=1")
-    expect(page.locator("#live-badge")).to_have_text("● live")
+def test_the_budget_box_follows_a_reported_prompt_and_a_new_anchor(page: Page, tape_end: Path) -> None:  # noqa: F811
     tokens, heading = page.locator("#budget-tokens"), page.locator("#budget h2")
     expect(tokens).not_to_have_text("54,321")
-    page.evaluate("window.notReloaded = true")
-    tape = bub_samples / "session_realistic.jsonl"
+    tape = tape_end
 
     usage = {"prompt_tokens": 54321, "completion_tokens": 10, "total_tokens": 54331}
     run = {"name": "run", "data": {"status": "ok", "model": "openai:gpt-4.1-mini", "usage": usage}}
