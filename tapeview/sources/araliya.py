@@ -276,8 +276,9 @@ def pointer(metadata: dict | None, messages: int) -> int:
 def session_label(tape_name: str, entry: Entry) -> str | None:
     """The first user turn, for a session folder sessions.json does not list."""
     if entry.kind == "message" and entry.name == "user" and isinstance(entry.payload, dict):
-        first = str(entry.payload.get("content") or "").strip().split("\n", 1)[0]
-        return first[:60] or None
+        text = str(entry.payload.get("content") or "").strip()
+        label = text.split("\n", 1)[0][:60].rstrip()
+        return (label + "…" if len(label) < len(text) else label) or None  # "…": more was left out
     return None
 
 

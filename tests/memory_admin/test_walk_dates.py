@@ -59,3 +59,14 @@ def test_a_yachiyo_time_that_is_no_time_is_shown_as_it_is(viewer_client, memory_
     assert '<span class="unknown">time unknown</span>' in cells
     # Another zone's time is shown in UTC, as every time on the site is.
     assert '<time datetime="2026-11-23T06:02:05.553000+00:00">2026-11-23 06:02:05</time>' in cells
+
+
+def test_the_tokens_page_shows_its_times_to_the_second(client, user_factory) -> None:
+    from tapeview.accounts import tokens
+    from tapeview.accounts.models import ApiToken
+
+    tokens.create("ci-bot", "read")
+    ApiToken.objects.update(created_at=datetime(2026, 11, 24, 17, 45, 12, tzinfo=UTC))
+    client.force_login(user_factory("ada", "admin"))
+    page = client.get("/tokens/").content.decode()
+    assert "2026-11-24 17:45:12" in page

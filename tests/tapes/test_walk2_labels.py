@@ -50,3 +50,18 @@ def user(text: str) -> Entry:
 )
 def test_an_unlisted_sessions_label_is_the_title_rule_with_a_mark_where_it_cut(message, label) -> None:
     assert yachiyo.session_label("s1", user(message)) == label
+
+
+@pytest.mark.parametrize(
+    ("message", "label"),
+    [
+        ("Hi! Can you summarise how your memory works?", "Hi! Can you summarise how your memory works?"),
+        ("x" * 61, "x" * 60 + "…"),
+        ("  Deploy the gateway\nthen run the tests  ", "Deploy the gateway…"),
+        ("y" * 60, "y" * 60),
+    ],
+)
+def test_an_araliya_label_shows_where_its_first_turn_was_cut(message: str, label: str) -> None:
+    from tapeview.sources import araliya
+
+    assert araliya.session_label("chat", user(message)) == label
