@@ -110,8 +110,10 @@ class Watcher:
                 if changes:
                     self._guarded(lambda changes=changes: self.apply(changes))
                 self._tick()
-                if self._roots() != roots:
-                    return  # a source folder appeared or went away: watch the new set
+                if self._roots() != roots or any(c is Change.deleted and p in roots for c, p in changes):
+                    # A source folder appeared or went away, or was removed and made again before we
+                    # looked: the old watch never hears from the new folder. Watch the new set.
+                    return
         except Exception as exc:
             # Notifications unavailable (no inotify, the watch limit reached...) or a folder gone
             # under the watch: fall back to polling and go on.

@@ -150,6 +150,28 @@ def test_a_source_folder_that_disappears_and_comes_back_is_watched_again(tmp_pat
         eventually(lambda: caught_up(client, base, "bub"), 10, "its tape indexed")
 
 
+def test_a_source_folder_replaced_at_once_is_watched_again(tmp_path: Path) -> None:
+    """Removed and made again before the watcher looked: the new folder is another inode, which the
+    old watch never hears from, so the watcher must notice the swap rather than the path's absence."""
+    folder = bub_folder(tmp_path / "bub")
+    home = tmp_path / "home"
+    home.mkdir()
+    with database(home, {"bub": folder}) as env, serve(env, home) as (base, _, _):
+        client = api_client(env)
+        eventually(lambda: caught_up(client, base, "bub"), 30, "the first pass")
+        shutil.rmtree(folder)
+        folder.mkdir()
+        eventually(lambda: not tape_names(client, base, "bub"), 15, "the tapes of the old folder dropped")
+        time.sleep(1)
+        (folder / "back_again.jsonl").write_bytes(bub_line(1) + bub_line(2))
+        eventually(lambda: tape_names(client, base, "bub") == {"back_again"}, 15, "the new folder's tape")
+        eventually(lambda: caught_up(client, base, "bub"), 10, "its tape indexed")
+        with (folder / "back_again.jsonl").open("ab") as f:
+            f.write(bub_line(3))
+        more = 3 * len(bub_line(1))
+        eventually(lambda: caught_up(client, base, "bub", more), 10, "an append to it")
+
+
 def test_the_first_page_answers_before_the_index_of_many_tapes_is_complete(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
