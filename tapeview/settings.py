@@ -245,7 +245,9 @@ LOGGING = {
         "one_line": {"()": "tapeview.logfilters.OneLineClientErrors"},
         "sign_in": {"()": "tapeview.logfilters.OneLineSignInFailures"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Also on the handler: each django.security.<Error> logger (a foreign Host, a body too large, a
+    # redirect too long) logs its 400 with a traceback, and a logger's filter misses its children's.
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["one_line"]}},
     # django.request logs refused requests, django.security.csrf failed CSRF checks: one line each;
     # axes' handler logs failed sign-ins and lockouts, but not again a refusal logged as a request.
     "loggers": {

@@ -86,7 +86,10 @@ def settle(event: AuditEvent, outcome: str, *, why: str = "", **fields: object) 
     event.outcome, event.why, event.writer = outcome, why[:WHY_CHARS], ""
     for name, value in fields.items():
         setattr(event, name, value)
-    event.save(update_fields=["outcome", "why", "writer", *fields])
+    # An UPDATE, not save(): settling another writer's intent (writes.settle_intents) races with
+    # that writer withdrawing it, refused; a row gone meanwhile has nothing left to settle.
+    changed = {"outcome": event.outcome, "why": event.why, "writer": "", **fields}
+    AuditEvent.objects.filter(pk=event.pk).update(**changed)
     return event
 
 

@@ -25,7 +25,12 @@ class Refusal:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.path.name}: {self.reason}"
+        return f"{shown_name(self.path)}: {self.reason}"
+
+
+def shown_name(path: Path) -> str:
+    """A file's name as text a page can show: bytes that are not UTF-8 as escapes (\\xff)."""
+    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
 
 
 def within(root: Path, path: Path) -> bool:
@@ -38,8 +43,11 @@ def within(root: Path, path: Path) -> bool:
 def refusal(root: Path, path: Path) -> str | None:
     """Why `path` must not be read as a file of the source at `root`, or None when it may.
 
-    A file that does not exist (yet) may: readers report a missing file themselves.
+    A file that does not exist (yet) may: readers report a missing file themselves. A name that is
+    not UTF-8 may not: it can be neither a key nor a path in the index (which holds text).
     """
+    if not _utf8(str(path)):
+        return "a name that is not UTF-8: not read"
     if not within(root, path):
         return "a link to something outside the source: not read"
     try:
@@ -55,6 +63,15 @@ def refusal(root: Path, path: Path) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file (a FIFO, socket or device): not read"
     return None
+
+
+def _utf8(text: str) -> bool:
+    # os.listdir gives the bytes of a name that are not UTF-8 as lone surrogates (surrogateescape).
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def admit(root: Path, files: Iterable[TapeFile]) -> tuple[list[TapeFile], list[Refusal]]:

@@ -65,7 +65,9 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
         plain = type(obj) is dict and tally.current is not None
         if plain:
             eid, kind, payload, date = obj.get("id"), obj.get("kind"), obj.get("payload"), obj.get("date")
-            plain = type(eid) is int and kind in PLAIN_KINDS and type(payload) is dict and type(date) is str
+            # (a kind that is a list or an object is unhashable: no `in` before its type is known)
+            plain = type(eid) is int and type(kind) is str and kind in PLAIN_KINDS
+            plain = plain and type(payload) is dict and type(date) is str
             plain = plain and eid < 2**63  # orjson reads ids to 2**64 - 1; past 63 bits is unreadable
         if plain:
             calls, name, data = 0, "", None
