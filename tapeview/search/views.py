@@ -76,15 +76,18 @@ class Session:
     tape_label: str
     source: str
     count: engine.Count | None
+    tape_name: str = ""  # tells apart tapes of one label (a Bub workspace's many `cli:local`)
     hits: list[engine.Hit] = field(default_factory=list)
 
 
 def _by_session(hits: list[engine.Hit], count: engine.Count) -> list[Session]:
     """The page's hits by tape, the tapes in the order of their best hit."""
     sessions: dict[str, Session] = {}
+    names = dict(Tape.objects.filter(key__in={hit.tape_key for hit in hits}).values_list("key", "name"))
     for hit in hits:
         key = hit.tape_key
-        session = sessions.setdefault(key, Session(key, hit.tape_label, hit.source, count.by_tape.get(key)))
+        found = Session(key, hit.tape_label, hit.source, count.by_tape.get(key), names.get(key, ""))
+        session = sessions.setdefault(key, found)
         session.hits.append(hit)
     return list(sessions.values())
 
