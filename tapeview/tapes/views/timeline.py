@@ -62,6 +62,10 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         "error_after_page": worked["error_after"],  # where the key `e` goes from this page's end
         # Only the last page of the whole tape follows the file as the agent writes it.
         "live": not page.has_newer and not only,
+        # Where its poller follows from: past the end (`?after=` beyond it), the tape's last entry.
+        "live_after": page.last_pos
+        if page.last_pos is not None
+        else min(where.get("after") or 0, tape.next_pos - 1),
     }
     if request.htmx:
         return _render(request, "tapes/tape_detail.html#entries", ctx)
