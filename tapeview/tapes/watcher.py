@@ -58,9 +58,12 @@ class Watcher:
         self.last_full = 0.0
         self.failures = 0  # steps failed in a row (_guarded backs off)
         self.held: dict[int, Tape] = {}  # tapes with work that another indexer held (`_retry_held`)
+        self.scan_until = 0.0  # while neither way can watch the folders: look at the files every BEAT
 
     @property
     def mode(self) -> str:
+        if time.monotonic() < self.scan_until:
+            return "scanning"
         return "polling" if self.force_polling else "notifications"
 
     def run(self) -> None:
@@ -87,6 +90,13 @@ class Watcher:
         roots = self._roots()
         if not roots:  # no source folder exists (yet): look again now and then
             self.stop.wait(BEAT)
+            self._tick()
+            return
+        if time.monotonic() < self.scan_until:
+            # Neither notifications nor polling could watch these folders (a link loop in one): what
+            # changed is found by looking at the files (a tape that did not change costs a stat).
+            self.stop.wait(BEAT)
+            self._guarded(self.catch_up)
             self._tick()
             return
         try:
@@ -116,12 +126,20 @@ class Watcher:
                     return
         except Exception as exc:
             # Notifications unavailable (no inotify, the watch limit reached...) or a folder gone
-            # under the watch: fall back to polling and go on.
-            log.warning("watching %s failed (%s: %s)", ", ".join(roots), type(exc).__name__, exc)
+            # under the watch: fall back to polling. Polling failed too (watchfiles refuses a folder
+            # with a link loop either way): look at the files every BEAT, and try watching again
+            # after a full pass's time. Said once each time, not at every try.
+            failed = f"watching {', '.join(roots)} failed ({type(exc).__name__}: {exc})"
             if self.force_polling is None:
                 self.force_polling = True
-                log.warning("watching by polling from now on")
+                log.warning("%s; watching by polling from now on", failed)
+            else:
+                self.scan_until = time.monotonic() + self.full_every
+                log.warning(
+                    "%s; looking at the files every %g s for the next %g s", failed, BEAT, self.full_every
+                )
             self.stop.wait(RETRY)
+            self._tick()
 
     def _roots(self) -> list[str]:
         return [str(s.path) for s in self.specs if s.known and s.path.is_dir()]
@@ -198,8 +216,16 @@ class Watcher:
         for spec, paths, again in touched.values():
             known = list(Tape.objects.filter(host=discovery.this_host(), source=spec.label, path__in=paths))
             if again or len(known) < len(paths):
-                found, _, _, self.sizes[spec.label] = discovery.discover(spec)
-                known = [t for t in found if t.path in paths or t.indexed_at is None]
+                # A path the index does not know: a new file, or a known one seen through a link
+                # (`loop -> ..` reports `bub/loop/bub/x.jsonl`), found as the file whose size moved.
+                before = self.sizes.get(spec.label, {})
+                found, _, _, now = discovery.discover(spec)
+                self.sizes[spec.label] = now
+                known = [
+                    t
+                    for t in found
+                    if t.path in paths or t.indexed_at is None or before.get(t.rel) != now.get(t.rel)
+                ]
             self._refresh(spec, known)
 
     def _refresh(self, spec: SourceSpec, tapes: Iterable[Tape]) -> None:

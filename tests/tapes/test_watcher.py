@@ -172,6 +172,31 @@ def test_a_source_folder_replaced_at_once_is_watched_again(tmp_path: Path) -> No
         eventually(lambda: caught_up(client, base, "bub", more), 10, "an append to it")
 
 
+@pytest.mark.parametrize("mode", ["notifications", "polling"])
+def test_a_link_loop_in_a_source_folder_leaves_the_watcher_indexing_and_beating(
+    tmp_path: Path, mode: str
+) -> None:
+    """A link back up (`loop -> ..`) makes watchfiles refuse the folder ("File system loop found"),
+    by notifications and by polling alike: the watcher still follows appends and keeps its heartbeat,
+    and says so once, not every two seconds."""
+    folder = bub_folder(tmp_path / "bub")
+    (folder / "loop").symlink_to("..")
+    home = tmp_path / "home"
+    home.mkdir()
+    tape = folder / "session_realistic.jsonl"
+    polling = ["--polling"] if mode == "polling" else []
+    with database(home, {"bub": folder}) as env, serve(env, home, *polling) as (base, _, _):
+        client = api_client(env)
+        first = eventually(lambda: caught_up(client, base, "bub"), 30, "the first pass")
+        time.sleep(6)  # a few of the watcher's rounds
+        with tape.open("ab") as f:
+            f.write(bub_line(900_001))
+        more = first["total_bytes"] + len(bub_line(900_001))
+        eventually(lambda: caught_up(client, base, "bub", more), 10, "the appended line")
+        log = (home / "serve.log").read_text()
+        assert log.count("failed (") <= 2, log[-3000:]  # notifications, then polling: once each
+
+
 def test_the_first_page_answers_before_the_index_of_many_tapes_is_complete(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
