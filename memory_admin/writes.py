@@ -173,14 +173,16 @@ def settle_intents(store: MemoryStore) -> None:
     if not intents:
         return
     now = _on_disk(store)
-    for event in intents:
+    # Only a writer that is gone: one at work settles its own row, and a version it expects may be
+    # another writer's (two writes of a zone both expecting its next number: one lands, one is refused).
+    for event in filter(audit.abandoned, intents):
         if event.after and (
             event.after == now.version
             or store.revisions.filter(version=event.after, seen_at__gte=event.at).exists()
         ):
             why = "confirmed later: the file held its version"
             audit.settle(event, audit.WRITTEN, why=why, diff=_confirmed_diff(store, event, now))
-        elif audit.abandoned(event):
+        else:
             audit.settle(event, audit.NOT_WRITTEN, why="its writer stopped before the file held its version")
 
 
