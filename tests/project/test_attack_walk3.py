@@ -8,9 +8,11 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
@@ -103,7 +105,8 @@ def test_a_write_settling_an_intent_its_writer_withdraws_meanwhile_is_saved_not_
     from tapeview.accounts.models import AuditEvent
 
     zone = MemoryStore.objects.filter(kind="bub.zone").first()
-    # Another writer's intent, pending, expecting the version the zone has: the next write settles it...
+    # Another host's writer, pending for longer than any write takes, expecting the version the zone
+    # has: taken for gone, the next write settles its row...
     other = audit.record(
         audit.Actor("ops", None),
         "zone.clear",
@@ -112,9 +115,12 @@ def test_a_write_settling_an_intent_its_writer_withdraws_meanwhile_is_saved_not_
         after="8",
         outcome=audit.PENDING,
     )
+    AuditEvent.objects.filter(pk=other.pk).update(
+        writer="another-host 1", at=timezone.now() - audit.ABANDONED_AFTER - timedelta(minutes=1)
+    )
     on_disk = writes._on_disk
 
-    def withdrawn_meanwhile(store):  # ...while that writer, refused, takes it back
+    def withdrawn_meanwhile(store):  # ...while that slow writer, refused at last, takes it back
         AuditEvent.objects.filter(pk=other.pk).delete()
         return on_disk(store)
 
