@@ -82,7 +82,7 @@ def _orphan(tape: TapeFile) -> TapeFile:
     )
 
 
-BLOCK = 1 << 20  # bytes read at a time by lines()
+BLOCK = 1 << 20  # bytes read at a time by lines() and blocks()
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
@@ -112,6 +112,30 @@ def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int,
             if len(rest) >= SCAN_PARSE_LIMIT:
                 # A line too long to parse whole: read on to its end keeping only its head, so
                 # memory stays bounded whatever the agent wrote (formats: a 50 MB payload).
+                more, ended = skip_line(f)
+                if not ended:
+                    return
+                length = len(rest) + more
+                yield pos, offset, big_line(rest[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
+                offset, pos, rest = offset + length, pos + 1, b""
+
+
+def blocks(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int, int, bytes | Entry]]:
+    """(pos, offset, data) of the complete lines from byte `start` on, as `lines` reads them but a
+    block at a time: data is whole lines, each with its newline (the first at `pos`, `offset`), or
+    the Entry of a line too long to read whole. For the indexer's compiled lane (tapes.blocklane),
+    which passes over blank lines and hands a long one to `big_line` as `lines` does."""
+    with open_file(path) as f:
+        f.seek(start)
+        offset, pos, rest = start, first_pos, b""
+        while block := f.read(BLOCK):
+            data = rest + block
+            end = data.rfind(b"\n") + 1
+            if end:
+                yield pos, offset, data[:end]
+                pos, offset = pos + data.count(b"\n", 0, end), offset + end
+            rest = data[end:]
+            if len(rest) >= SCAN_PARSE_LIMIT:  # as in lines(): read on to its end keeping its head
                 more, ended = skip_line(f)
                 if not ended:
                     return

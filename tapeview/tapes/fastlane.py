@@ -125,7 +125,7 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
             plain_run.roles.append(name)
         if data and name in MODEL_EVENTS:
             _model_and_usage(tape, tally.current, name, data)
-        if len(batch.pos) >= size:
+        if len(batch) >= size:
             plain_run.settle(tape, tally)
             run.flush()
             batch = run.rows

@@ -13,10 +13,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, bub, bub_lines, paths, reader
+from tapeview.sources import TapeNotFound, bub_lines, paths, reader
 from tapeview.sources.raw_bytes import head
 
-from . import bulk, fastlane, filecopy, signals
+from . import blocklane, bulk, fastlane, filecopy, signals
 from .bulk import AnchorRow
 from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
@@ -150,11 +150,12 @@ def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progres
     if not tape.head:
         # Taken before the lines are read: a reset in between shows as another head next time.
         tape.head = head(tape.path)
-    if tape.kind == "bub":  # the bulk path: most lines are only counted (tapes.fastlane)
-        lines = bub.lines(Path(tape.path), tape.indexed_offset, tape.next_pos)
+    if tape.kind == "bub":  # the bulk path: most lines are only counted (tapes.blocklane, fastlane)
+        lines, lane = blocklane.read(Path(tape.path), tape.indexed_offset, tape.next_pos), blocklane
     else:
         lines = _as_lines(reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos))
-    _index_lines(tape, lines, lease, progress)
+        lane = fastlane
+    _index_lines(tape, lines, lease, progress, lane)
     # Only now: an indexer killed halfway leaves the old size, so the next one sees work left.
     _set_identity(tape, st)
 
@@ -247,13 +248,12 @@ class _Run:
         return _wants_label(self.tape)
 
 
-def _index_lines(
-    tape: Tape, lines: Iterable[tuple[int, int, bytes | FileEntry]], lease: str, progress: Progress | None
-) -> None:
-    """Index (pos, offset, line): a line's bytes go through the fast lane (tapes.fastlane), which
-    hands what it does not take to the full path; an Entry already read takes the full path."""
+def _index_lines(tape: Tape, lines: Iterable, lease: str, progress: Progress | None, lane=fastlane) -> None:
+    """Index (pos, offset, line): a line's bytes go through the fast lane (tapes.fastlane, or its
+    compiled form, tapes.blocklane, for blocks of them), which hands what it does not take to the
+    full path; an Entry already read takes the full path."""
     run = _Run(tape, lease, progress)
-    fastlane.index_lines(run, lines)
+    lane.index_lines(run, lines)
     run.flush()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import orjson
@@ -96,17 +97,11 @@ class Chunk:
         kinds, names = list(self.kinds), list(self.names)
         kind_at = {k: i for i, k in enumerate(kinds)}
         name_at = {n: i for i, n in enumerate(names)}
-        for kind in dict.fromkeys(batch.kind):
-            if kind not in kind_at:
-                kind_at[kind] = len(kinds)
-                kinds.append(kind)
-        for name in dict.fromkeys(batch.name):
-            short = name[:MAX_NAME]
-            if short not in name_at:
-                name_at[short] = len(names)
-                names.append(short)
-            name_at[name] = name_at[short]  # a long name is kept as its first MAX_NAME characters
-        new = batch.arrays(kind_at, name_at)
+        new_kinds, new_names, new = batch.packed()
+        # a long name is kept as its first MAX_NAME characters
+        kind_codes = np.array([_code(kind_at, kinds, kind) for kind in new_kinds], dtype=np.uint16)
+        name_codes = np.array([_code(name_at, names, name[:MAX_NAME]) for name in new_names], dtype=np.uint16)
+        new["kind"], new["name"] = kind_codes[new["kind"]], name_codes[new["name"]]
         if self.count:
             new = {name: np.concatenate([self.columns[name], new[name]]) for name, _ in LAYOUT}
         return Chunk(kinds, names, new)
@@ -128,7 +123,8 @@ def decode(blob: bytes, vocab: str) -> Chunk:
 
 class Batch:
     """Entries gathered by the indexer before they go into chunks: a plain list per column (the
-    bulk path appends to them directly), turned into arrays and codes once per batch."""
+    Python lane appends to them directly), and the lines a compiled lane took meanwhile
+    (tapes.blocklane), turned into arrays and codes once per batch."""
 
     def __init__(self) -> None:
         self.pos: list[int] = []
@@ -139,9 +135,10 @@ class Batch:
         self.kind: list[str] = []
         self.name: list[str] = []
         self.flags: list[int] = []  # flags()
+        self.lane: Any = None  # a tapes._lane.Lane: what it took since its last drain() is ours too
 
     def __len__(self) -> int:
-        return len(self.pos)
+        return len(self.pos) + (self.lane.pending if self.lane is not None else 0)
 
     def add(
         self,
@@ -164,18 +161,52 @@ class Batch:
         self.name.append(name)
         self.flags.append(flag)
 
-    def arrays(self, kind_code: dict[str, int], name_code: dict[str, int]) -> dict[str, np.ndarray]:
-        """The columns, kinds and names as their codes (which these hold for every one of them)."""
-        return {
+    def packed(self) -> tuple[list[str], list[str], dict[str, np.ndarray]]:
+        """The batch's kinds and names, and its columns in position order, kind and name as codes
+        into those two lists."""
+        kinds, names = list(dict.fromkeys(self.kind)), list(dict.fromkeys(self.name))
+        columns = {
             "pos": np.array(self.pos, dtype=np.int32),
             "offset": np.array(self.offset, dtype=np.int64),
             "length": np.array(self.length, dtype=np.int64),
             "entry_id": _ids(self.entry_id),
             "date": np.array(self.date, dtype=np.int64),
-            "kind": np.array([kind_code[k] for k in self.kind], dtype=np.uint16),
-            "name": np.array([name_code[n] for n in self.name], dtype=np.uint16),
+            "kind": _codes(self.kind, kinds),
+            "name": _codes(self.name, names),
             "flags": np.array(self.flags, dtype=np.uint8),
         }
+        if self.lane is None or not self.lane.pending:
+            return kinds, names, columns
+        drained = zip(LANE_COLUMNS, LANE_TYPES, self.lane.drain(), strict=True)
+        taken = {name: np.frombuffer(column, dtype) for name, dtype, column in drained}
+        kind_at, name_at = {k: i for i, k in enumerate(kinds)}, {n: i for i, n in enumerate(names)}
+        lane_kinds = np.array([_code(kind_at, kinds, k) for k in LANE_KINDS], dtype=np.uint16)
+        lane_names = np.array([_code(name_at, names, n) for n in self.lane.names], dtype=np.uint16)
+        taken["kind"], taken["name"] = lane_kinds[taken["kind"]], lane_names[taken["name"]]
+        merged = {name: np.concatenate([columns[name], taken[name]]) for name in columns}
+        if self.pos:  # both lanes' entries: in file order
+            order = np.argsort(merged["pos"], kind="stable")
+            merged = {name: column[order] for name, column in merged.items()}
+        return kinds, names, merged
+
+
+# The columns of tapes._lane.Lane.drain(), their types, and the kinds its codes stand for.
+LANE_COLUMNS = ("pos", "offset", "length", "entry_id", "date", "kind", "name", "flags")
+LANE_TYPES = (np.int32, np.int64, np.int64, np.int64, np.int64, np.uint8, np.uint16, np.uint8)
+LANE_KINDS = ("message", "tool_call", "tool_result", "event", "system")
+
+
+def _code(at: dict[str, int], words: list[str], word: str) -> int:
+    """`word`'s code in `words`, added at the end if it is new."""
+    if word not in at:
+        at[word] = len(words)
+        words.append(word)
+    return at[word]
+
+
+def _codes(values: list[str], words: list[str]) -> np.ndarray:
+    at = {w: i for i, w in enumerate(words)}
+    return np.array([at[v] for v in values], dtype=np.uint16)
 
 
 def _ids(ids: list[int | None]) -> np.ndarray:

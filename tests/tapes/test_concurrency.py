@@ -139,16 +139,19 @@ def test_an_indexer_whose_lease_was_taken_over_writes_nothing_more(tmp_path: Pat
     tape = Tape.objects.get(name="a__b")
     for line in lines[5:]:
         append_line(path, line)
-    real_lines = bub.lines
 
-    def stalled(*args, **kwargs):
-        # This indexer stalls past its lease; another takes the tape over meanwhile.
-        Tape.objects.filter(pk=tape.pk).update(
-            indexer="newer", indexing_until=timezone.now() + timedelta(seconds=30)
-        )
-        return real_lines(*args, **kwargs)
+    def stalled(read):
+        def reading(*args, **kwargs):
+            # This indexer stalls past its lease; another takes the tape over meanwhile.
+            Tape.objects.filter(pk=tape.pk).update(
+                indexer="newer", indexing_until=timezone.now() + timedelta(seconds=30)
+            )
+            return read(*args, **kwargs)
 
-    monkeypatch.setattr(bub, "lines", stalled)
+        return reading
+
+    monkeypatch.setattr(bub, "lines", stalled(bub.lines))
+    monkeypatch.setattr(bub, "blocks", stalled(bub.blocks))  # where the C lane is built
     assert index.refresh(tape) is False
     assert index_rows.of(tape).count() == 5
     assert Tape.objects.get(pk=tape.pk).indexer == "newer"  # its lease is left alone

@@ -16,7 +16,7 @@ import pytest
 
 from tapeview.demodata.bub import bub_line, bub_turns
 from tapeview.sources import bub, parse_sources
-from tapeview.tapes import discovery, fastlane, index
+from tapeview.tapes import blocklane, discovery, fastlane, index
 from tapeview.tapes.models import Tape
 from tests.conftest import FIXTURES
 from tests.tapes.indexed import indexed
@@ -106,6 +106,7 @@ def tape_text(path: Path, entries: int, seed: str) -> bytes:
 
 def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every line down the full path: the agent's own reading rules (sources.bub_lines), an Entry each."""
+    monkeypatch.setattr(blocklane, "native", None)
     monkeypatch.setattr(fastlane, "PLAIN_KINDS", frozenset())
 
 

@@ -1,0 +1,6 @@
+"""The indexer's fast lane in C (tapeview/tapes/_lane.c, see tapes/blocklane.py), which
+`pip install -e .` builds in place; everything else about the package is in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("tapeview.tapes._lane", ["tapeview/tapes/_lane.c"], extra_compile_args=["-O2"])])

@@ -1,0 +1,118 @@
+"""The indexer's bulk path through a Bub tape in compiled code (tapes/_lane.c), a block at a time.
+
+The compiled lane takes the lines it is sure of, as the Python lane (tapes.fastlane) would count
+them, without a Python object per line, and stops at any other: that line goes down the full path,
+then the compiled lane goes on. The
+lines it took join the batch when the batch is written (packing.Batch.lane), and their counts join
+the tape and its phase before anything else reads them (`settle`), as fastlane.Counted's do.
+
+Where the module is not built (a source tree without `make setup`), the Python lane reads every line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tapeview.sources import bub
+from tapeview.sources.bub_lines import big_line
+from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, Entry
+
+from . import fastlane
+from .fastlane import NOT_PARSED
+from .packing import from_micros
+
+try:
+    from . import _lane as native
+except ImportError:  # pragma: no cover - `make setup` builds it
+    native = None
+
+DECLINED, FULL = 1, 2  # Lane.take() stopped at a line that is the Python lane's, or the batch is full
+
+
+def read(path: Path, start: int, first_pos: int) -> Iterator[tuple[int, int, bytes | Entry]]:
+    """What `index_lines` takes from a tape: blocks of lines, or lines without the compiled lane."""
+    return bub.lines(path, start, first_pos) if native is None else bub.blocks(path, start, first_pos)
+
+
+def index_lines(run: fastlane.Run, items: Iterable[tuple[int, int, bytes | Entry]]) -> None:
+    """Index what `read` gave, in file order."""
+    if native is None:
+        fastlane.index_lines(run, items)
+        return
+    lane = native.Lane()
+    for pos, offset, data in items:
+        if type(data) is not bytes:  # a line too long to read whole: the Entry of its head
+            _python(run, lane, pos, offset, data)
+            continue
+        at, size = 0, len(data)
+        while at < size:
+            if run.tally.current is not None:  # (before the first entry, the full path starts a phase)
+                run.rows.lane = lane
+                room = run.size - len(run.rows)
+                at, pos, stopped = lane.take(data, at, pos, offset, room, run.wants_label())
+                if stopped == FULL:
+                    settle(run, lane)
+                    run.flush()
+                    continue
+                if stopped != DECLINED:
+                    break
+            end = data.index(b"\n", at)
+            line, length, where = data[at:end], end + 1 - at, offset + at
+            if length > SCAN_PARSE_LIMIT:
+                _python(run, lane, pos, where, big_line(line[:DISPLAY_PREVIEW_BYTES], pos, where, length))
+            elif line.strip():
+                _python(run, lane, pos, where, line)
+            at, pos = end + 1, pos + 1
+        offset += size
+    settle(run, lane)
+    run.rows.lane = lane
+
+
+def _python(run: fastlane.Run, lane: object, pos: int, offset: int, line: bytes | Entry) -> None:
+    """One line down the full path, once the compiled lane's counts are in: a line the lane leaves
+    is almost always one for the full path (an anchor, an error), and any line read there is read
+    exactly as the agent reads it."""
+    settle(run, lane)
+    run.full(pos, offset, line, NOT_PARSED)
+
+
+def settle(run: fastlane.Run, lane: object) -> None:
+    """The counts of the lines the lane took since it last settled, into the tape and its phase:
+    as fastlane.Counted.settle and fastlane._model_and_usage count them, a run at a time."""
+    counts = lane.settle()
+    if counts is None:
+        return
+    n, low, high, calls, (pos, eid, end), roles, usage, model = counts
+    tape, tally = run.tape, run.tally
+    phase, low, high = tally.current, from_micros(low), from_micros(high)
+    tape.entries += n
+    tape.entries_since_anchor += n
+    tape.last_id = eid
+    if tape.first_at is None or low < tape.first_at:
+        tape.first_at = low
+    if tape.last_at is None or high > tape.last_at:
+        tape.last_at = high
+    tape.indexed_offset, tape.next_pos = end, pos + 1
+    phase.end_pos = pos
+    phase.entries += n
+    if phase.started_at is None:
+        phase.started_at, phase.ended_at = low, high
+    else:
+        phase.ended_at = high if high > phase.ended_at else phase.ended_at
+        phase.started_at = low if low < phase.started_at else phase.started_at
+    phase.tool_calls += calls
+    for role, count in roles.items():
+        phase.roles[role[:40]] = phase.roles.get(role[:40], 0) + count
+    if model is not None:
+        phase.model = tape.model = model[:200]
+    if usage is not None:
+        _, tokens, prompt, completion, cached, last_prompt, last_cached, context = usage
+        tape.tokens = (tape.tokens or 0) + tokens
+        if last_prompt is not None:
+            tape.last_prompt_tokens, tape.last_cached_tokens = last_prompt, last_cached
+        tape.context_tokens = context  # the prompt of the latest call since the last anchor
+        phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
+        phase.completion_tokens = (phase.completion_tokens or 0) + completion
+        phase.cached_tokens = (phase.cached_tokens or 0) + cached
+    tally.touched = True
