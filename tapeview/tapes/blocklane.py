@@ -11,7 +11,9 @@ Where the module is not built (a source tree without `make setup`), the Python l
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 
 from tapeview.sources import bub
@@ -28,11 +30,23 @@ except ImportError:  # pragma: no cover - `make setup` builds it
     native = None
 
 DECLINED, FULL = 1, 2  # Lane.take() stopped at a line that is the Python lane's, or the batch is full
+log = logging.getLogger("tapeview.index")
 
 
 def read(path: Path, start: int, first_pos: int) -> Iterator[tuple[int, int, bytes | Entry]]:
     """What `index_lines` takes from a tape: blocks of lines, or lines without the compiled lane."""
-    return bub.lines(path, start, first_pos) if native is None else bub.blocks(path, start, first_pos)
+    if native is None:
+        _not_built()
+        return bub.lines(path, start, first_pos)
+    return bub.blocks(path, start, first_pos)
+
+
+@cache
+def _not_built() -> None:
+    log.warning(
+        "the indexer's compiled lane (tapeview/tapes/_lane.c) is not built: Bub tapes are indexed in "
+        "Python, several times slower; `make setup` (or `pip install -e .` with a C compiler) builds it"
+    )
 
 
 def index_lines(run: fastlane.Run, items: Iterable[tuple[int, int, bytes | Entry]]) -> None:
