@@ -3,7 +3,7 @@
  *
  * A line is taken only when this code is sure of what orjson.loads and the Python lane would make
  * of it: valid JSON (strict UTF-8, escapes, numbers, depth), one of the plain kinds, an id, a date
- * in the form Bub writes. Anything else (an anchor, an error, a key spelt with an escape, a
+ * in the form Bub writes (and, once the tape has overflowed, an error, as the full path counts it). Anything else (an anchor, an error, a key spelt with an escape, a
  * repeated key, an exponent, a date in another form, a line too long) stops the scan at that
  * line, which the Python lane then reads: so this code may refuse what it likes, but must never
  * take a line the Python lane would not, nor read one differently. tests/tapes/test_blocklane.py
@@ -24,14 +24,15 @@
 
 typedef const unsigned char *cur;
 
-enum { K_MESSAGE, K_TOOL_CALL, K_TOOL_RESULT, K_EVENT, K_SYSTEM, K_NONE };
-static const char *const KINDS[] = {"message", "tool_call", "tool_result", "event", "system"};
+enum { K_MESSAGE, K_TOOL_CALL, K_TOOL_RESULT, K_EVENT, K_SYSTEM, K_ERROR, K_NONE };
+static const char *const KINDS[] = {"message", "tool_call", "tool_result", "event", "system", "error"};
 
 #define MAX_DEPTH 200                /* orjson's own limit is 1,024; deeper lines go to Python */
 #define MAX_NAMES 4096               /* distinct roles, event names and models in one lane */
 #define SCAN_PARSE_LIMIT (4 << 20)   /* sources.model.SCAN_PARSE_LIMIT */
 #define IN_CONTEXT 13                /* packing: READABLE | CONTEXT | HAS_ID */
 #define OUT_OF_CONTEXT 9             /* packing: READABLE | HAS_ID */
+#define ERROR 2                      /* packing: ERROR */
 #define TOKEN_LIMIT (((int64_t)1) << 40) /* python_json.count: a plausible token count */
 
 /* ---- JSON, validated as strictly as orjson reads it (where unsure: refuse) --------------------- */
@@ -434,7 +435,7 @@ static int date_micros(cur p, Py_ssize_t len, int64_t *out) {
 
 typedef struct {
     int64_t id, date, calls, tokens, prompt, cached;
-    int kind, flags, usage;
+    int kind, flags, usage, error;
     cur name, model;
     Py_ssize_t name_len, model_len;
 } Line;
@@ -444,20 +445,27 @@ static int ends_with(cur text, Py_ssize_t len, const char *tail) {
     return (size_t)len >= n && memcmp(text + len - n, tail, n) == 0;
 }
 
-/* An event: plain unless its name or data says error (or it is a loop.result, or a loop.start
- * while a label is wanted); a run, loop.start or model_switch with data names a model and usage. */
-static int read_event(Found *f, Line *L, int labels) {
+/* An event: an error if its name or data says so (taken only with `errors`), the full path's if
+ * it is a loop.result or a loop.start while a label is wanted; a run, loop.start or model_switch
+ * with data names a model and usage. */
+static int read_event(Found *f, Line *L, int labels, int errors) {
     cur text;
     Py_ssize_t len;
     if (is_string(f->at[S_NAME]) && !plain_string(f->at[S_NAME], &L->name, &L->name_len)) return 0;
     cur name = L->name;
     Py_ssize_t name_len = L->name_len;
-    if (ends_with(name, name_len, ".error") || is_key(name, name_len, "loop.result")) return 0;
-    if (labels && is_key(name, name_len, "loop.start")) return 0;
+    if (is_key(name, name_len, "loop.result") || (labels && is_key(name, name_len, "loop.start"))) return 0;
+    if (ends_with(name, name_len, ".error")) {
+        if (!errors) return 0;
+        L->error = 1;
+    }
     if (!is_object(f->at[S_DATA])) return 1; /* data is {}: nothing more */
     if (is_string(f->at[S_STATUS])) {
         if (!plain_string(f->at[S_STATUS], &text, &len)) return 0;
-        if (is_key(text, len, "error")) return 0;
+        if (is_key(text, len, "error")) {
+            if (!errors) return 0;
+            L->error = 1;
+        }
     }
     int has_data = *ws(f->at[S_DATA].p + 1, f->at[S_DATA].end) != '}';
     int model_event = is_key(name, name_len, "run") || is_key(name, name_len, "loop.start") ||
@@ -471,8 +479,10 @@ static int read_event(Found *f, Line *L, int labels) {
     return 1;
 }
 
-/* 1: the line is plain and L says what it is; 0: the Python lane's. */
-static int read_line(cur p, cur e, Line *L, int labels) {
+/* 1: the line is plain (or, with `errors`, an error the full path would count as this lane does:
+ * the tape is known to have overflowed already, so its words need no reading) and L says what it
+ * is; 0: the Python lane's. */
+static int read_line(cur p, cur e, Line *L, int labels, int errors) {
     Found f;
     memset(&f, 0, sizeof f);
     memset(L, 0, sizeof *L);
@@ -499,12 +509,17 @@ static int read_line(cur p, cur e, Line *L, int labels) {
         L->calls = f.at[S_CALLS].p && *f.at[S_CALLS].p == '[' ? f.calls : 0;
         break;
     case K_TOOL_RESULT:
-        if (f.error_result) return 0;
+        if (f.error_result && !errors) return 0;
+        L->error = f.error_result;
         break;
     case K_EVENT:
-        if (!read_event(&f, L, labels)) return 0;
+        if (!read_event(&f, L, labels, errors)) return 0;
         break;
     case K_SYSTEM:
+        break;
+    case K_ERROR:
+        if (!errors) return 0;
+        L->error = 1;
         break;
     default:
         return 0;
@@ -512,7 +527,7 @@ static int read_line(cur p, cur e, Line *L, int labels) {
     if (!date_micros(date, date_len, &L->date)) return 0;
     Span context = f.at[S_CONTEXT];
     int out = is_object(f.at[S_META]) && context.p && context.end - context.p == 5 && memcmp(context.p, "false", 5) == 0;
-    L->flags = out ? OUT_OF_CONTEXT : IN_CONTEXT;
+    L->flags = (out ? OUT_OF_CONTEXT : IN_CONTEXT) | (L->error ? ERROR : 0);
     return 1;
 }
 
@@ -533,7 +548,7 @@ typedef struct {
     uint16_t *name;
     /* counts since the last settle() */
     Py_ssize_t counted;
-    int64_t low, high, calls, last_pos, last_id, last_end;
+    int64_t low, high, calls, errors, last_pos, last_id, last_end;
     int64_t *roles; /* by name code */
     int64_t usages, tokens, prompt, completion, cached, last_prompt, last_cached, context;
     int has_last_prompt;
@@ -581,7 +596,7 @@ static int grow(Lane *self) {
 }
 
 static void clear_counts(Lane *self) {
-    self->counted = 0, self->calls = 0;
+    self->counted = 0, self->calls = 0, self->errors = 0;
     self->usages = self->tokens = self->prompt = self->completion = self->cached = 0;
     self->has_last_prompt = 0, self->model = -1;
     memset(self->roles, 0, self->name_count * sizeof(int64_t));
@@ -617,16 +632,17 @@ static int is_blank(cur p, cur e) { /* bytes.strip()'s whitespace only */
     return 1;
 }
 
-/* take(data, at, pos, offset, room, labels) -> (at, pos, stopped): the lines of `data` from byte
- * `at` on (`pos` the first one's position, `offset` where data starts in the file), until one the
- * Python lane must read (stopped 1: it starts at `at`), `room` entries are taken (2), or data ends
- * (0). `labels`: the session's label is still wanted, so messages and loop.start are Python's. */
+/* take(data, at, pos, offset, room, labels, errors=False) -> (at, pos, stopped): the lines of
+ * `data` from byte `at` on (`pos` the first one's position, `offset` where data starts in the
+ * file), until one the Python lane must read (stopped 1: it starts at `at`), `room` entries are
+ * taken (2), or data ends (0). `labels`: the session's label is still wanted, so messages and
+ * loop.start are Python's. `errors`: the tape has overflowed, so an error is counted here too. */
 static PyObject *Lane_take(Lane *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t at, room;
     long long pos, offset;
-    int labels;
-    if (!PyArg_ParseTuple(args, "y*nLLnp", &buf, &at, &pos, &offset, &room, &labels)) return NULL;
+    int labels, errors = 0;
+    if (!PyArg_ParseTuple(args, "y*nLLnp|p", &buf, &at, &pos, &offset, &room, &labels, &errors)) return NULL;
     cur base = buf.buf, e = base + buf.len;
     int stopped = 0;
     Line L;
@@ -647,7 +663,7 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
             break;
         }
         int role = 0, model = -1;
-        if (!read_line(line, nl, &L, labels) || (role = name_code(self, L.name, L.name_len)) < 0 ||
+        if (!read_line(line, nl, &L, labels, errors) || (role = name_code(self, L.name, L.name_len)) < 0 ||
             (L.model && L.model_len && (model = name_code(self, L.model, L.model_len)) < 0)) {
             stopped = 1;
             break;
@@ -665,7 +681,7 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
         if (self->counted == 0 || L.date > self->high) self->high = L.date;
         self->counted++, taken++;
         self->last_pos = pos, self->last_id = L.id, self->last_end = start + length;
-        self->calls += L.calls;
+        self->calls += L.calls, self->errors += L.error;
         if (L.kind == K_MESSAGE && role) self->roles[role]++;
         if (model >= 0) self->model = model;
         if (L.usage) {
@@ -682,7 +698,7 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
 }
 
 /* settle() -> None, or the counts of the lines taken since the last settle():
- * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model), usage None or
+ * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model, errors), usage None or
  * (runs, tokens, prompt, completion, cached, last prompt or None, last cached, context prompt). */
 static PyObject *Lane_settle(Lane *self, PyObject *Py_UNUSED(ignored)) {
     if (!self->counted) Py_RETURN_NONE;
@@ -711,8 +727,8 @@ static PyObject *Lane_settle(Lane *self, PyObject *Py_UNUSED(ignored)) {
         }
     }
     if (self->model >= 0) model = PyList_GET_ITEM(self->names, self->model);
-    PyObject *out = Py_BuildValue("nLLL(LLL)NNO", self->counted, self->low, self->high, self->calls,
-                                  self->last_pos, self->last_id, self->last_end, roles, usage, model);
+    PyObject *out = Py_BuildValue("nLLL(LLL)NNOL", self->counted, self->low, self->high, self->calls,
+                                  self->last_pos, self->last_id, self->last_end, roles, usage, model, self->errors);
     clear_counts(self);
     return out;
 }
@@ -742,7 +758,7 @@ static PyObject *Lane_names(Lane *self, void *Py_UNUSED(closure)) {
 }
 
 static PyMethodDef Lane_methods[] = {
-    {"take", (PyCFunction)Lane_take, METH_VARARGS, "take(data, at, pos, offset, room, labels) -> (at, pos, stopped)"},
+    {"take", (PyCFunction)Lane_take, METH_VARARGS, "take(data, at, pos, offset, room, labels, errors=False) -> (at, pos, stopped)"},
     {"settle", (PyCFunction)Lane_settle, METH_NOARGS, "the counts since the last settle(), or None"},
     {"drain", (PyCFunction)Lane_drain, METH_NOARGS, "the columns since the last drain()"},
     {NULL},
@@ -773,7 +789,7 @@ PyMODINIT_FUNC PyInit__lane(void) {
     if (PyType_Ready(&LaneType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    PyObject *kinds = Py_BuildValue("(sssss)", KINDS[0], KINDS[1], KINDS[2], KINDS[3], KINDS[4]);
+    PyObject *kinds = Py_BuildValue("(ssssss)", KINDS[0], KINDS[1], KINDS[2], KINDS[3], KINDS[4], KINDS[5]);
     Py_INCREF(&LaneType);
     if (!kinds || PyModule_AddObject(m, "Lane", (PyObject *)&LaneType) < 0 ||
         PyModule_AddObject(m, "KINDS", kinds) < 0) {

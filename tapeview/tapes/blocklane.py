@@ -1,8 +1,9 @@
 """The indexer's bulk path through a Bub tape in compiled code (tapes/_lane.c), a block at a time.
 
 The compiled lane takes the lines it is sure of, as the Python lane (tapes.fastlane) would count
-them, without a Python object per line, and stops at any other: that line goes down the full path,
-then the compiled lane goes on. The
+them (and, once the tape has overflowed, its errors, as the full path counts them), without a
+Python object per line, and stops at any other: that line goes down the full path, then the
+compiled lane goes on. The
 lines it took join the batch when the batch is written (packing.Batch.lane), and their counts join
 the tape and its phase before anything else reads them (`settle`), as fastlane.Counted's do.
 
@@ -64,7 +65,8 @@ def index_lines(run: fastlane.Run, items: Iterable[tuple[int, int, bytes | Entry
             if run.tally.current is not None:  # (before the first entry, the full path starts a phase)
                 run.rows.lane = lane
                 room = run.size - len(run.rows)
-                at, pos, stopped = lane.take(data, at, pos, offset, room, run.wants_label())
+                labels, errors = run.wants_label(), run.tape.overflowed
+                at, pos, stopped = lane.take(data, at, pos, offset, room, labels, errors)
                 if stopped == FULL:
                     settle(run, lane)
                     run.flush()
@@ -93,11 +95,12 @@ def _python(run: fastlane.Run, lane: object, pos: int, offset: int, line: bytes 
 
 def settle(run: fastlane.Run, lane: object) -> None:
     """The counts of the lines the lane took since it last settled, into the tape and its phase:
-    as fastlane.Counted.settle and fastlane._model_and_usage count them, a run at a time."""
+    as fastlane.Counted.settle and fastlane._model_and_usage count them (and the full path an
+    error: index._account, PhaseTally.add), a run at a time."""
     counts = lane.settle()
     if counts is None:
         return
-    n, low, high, calls, (pos, eid, end), roles, usage, model = counts
+    n, low, high, calls, (pos, eid, end), roles, usage, model, errors = counts
     tape, tally = run.tape, run.tally
     phase, low, high = tally.current, from_micros(low), from_micros(high)
     tape.entries += n
@@ -116,6 +119,9 @@ def settle(run: fastlane.Run, lane: object) -> None:
         phase.ended_at = high if high > phase.ended_at else phase.ended_at
         phase.started_at = low if low < phase.started_at else phase.started_at
     phase.tool_calls += calls
+    if errors:  # (only once the tape has overflowed: no error's words need reading for it)
+        tape.errors += errors
+        phase.errors += errors
     for role, count in roles.items():
         phase.roles[role[:40]] = phase.roles.get(role[:40], 0) + count
     if model is not None:

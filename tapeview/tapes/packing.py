@@ -193,7 +193,7 @@ class Batch:
 # The columns of tapes._lane.Lane.drain(), their types, and the kinds its codes stand for.
 LANE_COLUMNS = ("pos", "offset", "length", "entry_id", "date", "kind", "name", "flags")
 LANE_TYPES = (np.int32, np.int64, np.int64, np.int64, np.int64, np.uint8, np.uint16, np.uint8)
-LANE_KINDS = ("message", "tool_call", "tool_result", "event", "system")
+LANE_KINDS = ("message", "tool_call", "tool_result", "event", "system", "error")
 
 
 def _code(at: dict[str, int], words: list[str], word: str) -> int:

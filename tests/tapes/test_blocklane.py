@@ -18,12 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tapeview.sources import bub_lines
 from tapeview.sources.model import SCAN_PARSE_LIMIT
 from tapeview.sources.python_json import count
 from tapeview.tapes import blocklane, fastlane, packing
+from tapeview.tapes.phase_tally import model_of
 from tests.conftest import FIXTURES
 
 PLAIN_KINDS = ("message", "tool_call", "tool_result", "event", "system")
+LANE_KINDS = (*PLAIN_KINDS, "error")  # an error line: only once the tape has overflowed
 MODEL_EVENTS = ("run", "loop.start", "model_switch")
 IN_CONTEXT, OUT_OF_CONTEXT = 13, 9
 LANE = blocklane.native.Lane if blocklane.native is not None else None
@@ -43,9 +46,31 @@ class Taken(NamedTuple):
     usage: tuple[int, int, int] | None  # total, prompt, cached tokens (python_json.count)
 
 
-def plain(raw: bytes, labels: bool) -> Taken | None:
+def plain(raw: bytes, labels: bool, errors: bool = False) -> Taken | None:
     """fastlane.index_lines' reading of one line (its bytes without the newline), with a phase
-    started and `run.wants_label() == labels`: None where it hands the line to the full path."""
+    started and `run.wants_label() == labels`: None where it hands the line to the full path.
+    With `errors` (the tape has overflowed), also an error as the full path counts it."""
+    taken = _plain(raw, labels)
+    return error_read(raw, labels) if taken is None and errors else taken
+
+
+def error_read(raw: bytes, labels: bool) -> Taken | None:
+    """What the full path (sources.bub_lines, index._account, PhaseTally.add) counts of an error
+    line the lane may take; None for any other line."""
+    e = bub_lines.parse_line(raw + b"\n", 1, 0)
+    if (
+        not (e.readable and e.is_error and e.id is not None and e.date is not None)
+        or e.kind not in LANE_KINDS
+    ):
+        return None
+    if e.name == "loop.result" or (labels and (e.kind == "message" or e.name == "loop.start")):
+        return None
+    flags = packing.flags(True, True, e.context, True)
+    usage = None if e.prompt_tokens is None else (e.tokens, e.prompt_tokens, e.cached_tokens)
+    return Taken(e.id, e.kind, e.name, packing.micros(e.date), flags, 0, None, model_of(e) or None, usage)
+
+
+def _plain(raw: bytes, labels: bool) -> Taken | None:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -169,6 +194,7 @@ def counts(taken: list[tuple[int, int, bytes, Taken]]) -> tuple | None:
         dict(Counter(t.role for t in records if t.role)),
         usage or None,
         models[-1] if models else None,
+        sum(1 for t in records if t.flags & packing.ERROR),
     )
 
 
@@ -181,7 +207,13 @@ def settled(lane: object) -> tuple | None:
 
 
 def check_block(
-    lane_type: type, data: bytes, labels: bool, room: int = 1 << 20, pos: int = 1, offset: int = 0
+    lane_type: type,
+    data: bytes,
+    labels: bool,
+    room: int = 1 << 20,
+    pos: int = 1,
+    offset: int = 0,
+    errors: bool = False,
 ) -> int:
     """Feed whole lines through Lane.take as blocklane does (a declined line is stepped over by
     hand) and assert the rule on every line taken; return how many it took."""
@@ -193,13 +225,13 @@ def check_block(
     lane, at, total = lane_type(), 0, 0
     while at < len(data):
         before, first = at, pos
-        at, pos, stopped = lane.take(data, at, pos, offset, room, labels)
+        at, pos, stopped = lane.take(data, at, pos, offset, room, labels, errors)
         taken = []
         for row in drained(lane):
             line_pos, line_at, raw = by_pos[row[0]]
             assert row[1:3] == (offset + line_at, len(raw) + 1), raw
             assert before <= line_at < at, raw
-            want = plain(raw, labels)
+            want = plain(raw, labels, errors)
             assert want is not None, f"took a line fastlane hands to the full path: {raw!r}"
             assert row[3:] == (want.id, want.date, want.kind, want.name, want.flags), raw
             taken.append((line_pos, offset + line_at, raw, want))
@@ -221,9 +253,9 @@ def check_block(
     return total
 
 
-def check_line(lane_type: type, raw: bytes, labels: bool) -> bool:
+def check_line(lane_type: type, raw: bytes, labels: bool, errors: bool = False) -> bool:
     """The rule for one line (without its newline); whether the lane took it."""
-    return check_block(lane_type, raw + b"\n", labels, pos=5, offset=1000) > 0
+    return check_block(lane_type, raw + b"\n", labels, pos=5, offset=1000, errors=errors) > 0
 
 
 # ---- hostile lines --------------------------------------------------------------------------
@@ -540,8 +572,8 @@ SAMPLES = [
 
 def test_the_compiled_lane_is_built_and_names_the_kinds_as_packing_does() -> None:
     assert blocklane.native is not None, "tapeview/tapes/_lane.c is not built (pip install -e .)"
-    assert blocklane.native.KINDS == packing.LANE_KINDS
-    assert set(blocklane.native.KINDS) == set(PLAIN_KINDS) == fastlane.PLAIN_KINDS
+    assert blocklane.native.KINDS == packing.LANE_KINDS == LANE_KINDS
+    assert set(PLAIN_KINDS) == fastlane.PLAIN_KINDS
 
 
 @pytest.mark.parametrize(("raw", "labels", "must_take"), PARAMS)
@@ -551,15 +583,17 @@ def test_the_lane_takes_a_hostile_line_only_as_fastlane_counts_it(
     assert truncated(plain(raw, labels)) == fastlane_reads(raw, labels)  # the oracle is fastlane's reading
     took = check_line(LANE, raw, labels)
     assert took or not must_take, "the lane leaves a plain line of the form Bub writes"
+    assert check_line(LANE, raw, labels, errors=True) or not must_take
 
 
-def test_the_lane_takes_every_plain_line_of_the_sample_tapes() -> None:
+@pytest.mark.parametrize("errors", [False, True], ids=["not-overflowed", "overflowed"])
+def test_the_lane_takes_every_plain_line_of_the_sample_tapes(errors: bool) -> None:
     for labels in (False, True):
         for raw in SAMPLES:
             assert truncated(plain(raw, labels)) == (fastlane_reads(raw, labels) if raw.strip() else None)
-            assert check_line(LANE, raw, labels) == (plain(raw, labels) is not None), raw
-        assert check_block(LANE, b"\n".join(SAMPLES) + b"\n", labels) == sum(
-            plain(raw, labels) is not None for raw in SAMPLES
+            assert check_line(LANE, raw, labels, errors) == (plain(raw, labels, errors) is not None), raw
+        assert check_block(LANE, b"\n".join(SAMPLES) + b"\n", labels, errors=errors) == sum(
+            plain(raw, labels, errors) is not None for raw in SAMPLES
         )
 
 
@@ -568,7 +602,8 @@ def test_the_lane_reads_a_block_of_hostile_lines_as_fastlane_counts_them(room: i
     between = [b"", b"\x0b\x0c\n", b" \t\r\n", b" \t"]  # nothing, blank lines, or the next one indented
     block = b"".join(raw + b"\n" + between[i % 4] for i, (_, raw, _, _) in enumerate(CASES))
     for labels in (False, True):
-        check_block(LANE, block, labels, room, pos=3, offset=70)
+        for errors in (False, True):
+            check_block(LANE, block, labels, room, pos=3, offset=70, errors=errors)
 
 
 def test_the_lane_passes_over_blank_lines_and_leaves_a_line_too_long_to_parse() -> None:
@@ -674,11 +709,13 @@ def mutants(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=1500, deadline=None)
-@given(raw=mutants(), labels=st.booleans())
-def test_the_lane_takes_a_mutated_line_only_as_fastlane_counts_it(raw: bytes, labels: bool) -> None:
+@given(raw=mutants(), labels=st.booleans(), errors=st.booleans())
+def test_the_lane_takes_a_mutated_line_only_as_fastlane_counts_it(
+    raw: bytes, labels: bool, errors: bool
+) -> None:
     for part in raw.split(b"\n"):
         assert truncated(plain(part, labels)) == (fastlane_reads(part, labels) if part.strip() else None)
-    check_block(LANE, raw + b"\n", labels)
+    check_block(LANE, raw + b"\n", labels, errors=errors)
 
 
 @settings(max_examples=300, deadline=None)
@@ -686,8 +723,11 @@ def test_the_lane_takes_a_mutated_line_only_as_fastlane_counts_it(raw: bytes, la
     lines=st.lists(mutants() | st.sampled_from([b"", b"\x0b\x0c", b" \t", b"\x00", b"\x1c"]), max_size=12),
     labels=st.booleans(),
     room=st.sampled_from([1, 2, 3, 1 << 20]),
+    errors=st.booleans(),
 )
 def test_the_lane_counts_a_block_of_mutated_lines_as_fastlane_does(
-    lines: list[bytes], labels: bool, room: int
+    lines: list[bytes], labels: bool, room: int, errors: bool
 ) -> None:
-    check_block(LANE, b"".join(raw + b"\n" for raw in lines), labels, room, pos=11, offset=4096)
+    check_block(
+        LANE, b"".join(raw + b"\n" for raw in lines), labels, room, pos=11, offset=4096, errors=errors
+    )
