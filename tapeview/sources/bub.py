@@ -120,28 +120,29 @@ def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int,
                 offset, pos, rest = offset + length, pos + 1, b""
 
 
-def blocks(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int, int, bytes | Entry]]:
-    """(pos, offset, data) of the complete lines from byte `start` on, as `lines` reads them but a
-    block at a time: data is whole lines, each with its newline (the first at `pos`, `offset`), or
-    the Entry of a line too long to read whole. For the indexer's compiled lane (tapes.blocklane),
-    which passes over blank lines and hands a long one to `big_line` as `lines` does."""
+def blocks(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, data, end) of the file from byte `start` on, as `lines` reads it but a block at a
+    time, for the indexer's compiled lane (tapes.blocklane), which counts the lines' positions and
+    passes over blank lines: the first `end` bytes of data are whole lines, each with its newline,
+    the first at `offset` (what follows them is the start of a line still to come); or, with `end`
+    negative, data is the head of one line of -end bytes, too long to read whole (`big_line`)."""
     with open_file(path) as f:
         f.seek(start)
-        offset, pos, rest = start, first_pos, b""
+        offset, rest = start, b""
         while block := f.read(BLOCK):
             data = rest + block
             end = data.rfind(b"\n") + 1
             if end:
-                yield pos, offset, data[:end]
-                pos, offset = pos + data.count(b"\n", 0, end), offset + end
+                yield offset, data, end
+                offset += end
             rest = data[end:]
             if len(rest) >= SCAN_PARSE_LIMIT:  # as in lines(): read on to its end keeping its head
                 more, ended = skip_line(f)
                 if not ended:
                     return
                 length = len(rest) + more
-                yield pos, offset, big_line(rest[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
-                offset, pos, rest = offset + length, pos + 1, b""
+                yield offset, rest[:DISPLAY_PREVIEW_BYTES], -length
+                offset, rest = offset + length, b""
 
 
 def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:

@@ -34,12 +34,23 @@ DECLINED, FULL = 1, 2  # Lane.take() stopped at a line that is the Python lane's
 log = logging.getLogger("tapeview.index")
 
 
-def read(path: Path, start: int, first_pos: int) -> Iterator[tuple[int, int, bytes | Entry]]:
-    """What `index_lines` takes from a tape: blocks of lines, or lines without the compiled lane."""
+def read(path: Path, start: int, first_pos: int) -> Iterable[tuple]:
+    """What `index_lines` takes from a tape: its blocks of lines, or its lines (bub.lines) without
+    the compiled lane."""
     if native is None:
         _not_built()
         return bub.lines(path, start, first_pos)
-    return bub.blocks(path, start, first_pos)
+    return Blocks(path, start, first_pos)
+
+
+class Blocks:
+    """A tape's blocks of lines from byte `start` on (bub.blocks), the first line at `first_pos`."""
+
+    def __init__(self, path: Path, start: int, first_pos: int) -> None:
+        self.path, self.start, self.first_pos = path, start, first_pos
+
+    def __iter__(self) -> Iterator[tuple[int, bytes, int]]:
+        return bub.blocks(self.path, self.start)
 
 
 @cache
@@ -50,18 +61,19 @@ def _not_built() -> None:
     )
 
 
-def index_lines(run: fastlane.Run, items: Iterable[tuple[int, int, bytes | Entry]]) -> None:
+def index_lines(run: fastlane.Run, items: Blocks | Iterable[tuple]) -> None:
     """Index what `read` gave, in file order."""
     if native is None:
         fastlane.index_lines(run, items)
         return
-    lane = native.Lane()
-    for pos, offset, data in items:
-        if type(data) is not bytes:  # a line too long to read whole: the Entry of its head
-            _python(run, lane, pos, offset, data)
+    lane, pos = native.Lane(), items.first_pos
+    for offset, data, end in items:
+        if end < 0:  # a line too long to read whole: the Entry its head makes
+            _python(run, lane, pos, offset, big_line(data, pos, offset, -end))
+            pos += 1
             continue
-        at, size = 0, len(data)
-        while at < size:
+        at = 0
+        while at < end:
             if run.tally.current is not None:  # (before the first entry, the full path starts a phase)
                 run.rows.lane = lane
                 room = run.size - len(run.rows)
@@ -73,14 +85,13 @@ def index_lines(run: fastlane.Run, items: Iterable[tuple[int, int, bytes | Entry
                     continue
                 if stopped != DECLINED:
                     break
-            end = data.index(b"\n", at)
-            line, length, where = data[at:end], end + 1 - at, offset + at
+            stop = data.index(b"\n", at)
+            line, length, where = data[at:stop], stop + 1 - at, offset + at
             if length > SCAN_PARSE_LIMIT:
                 _python(run, lane, pos, where, big_line(line[:DISPLAY_PREVIEW_BYTES], pos, where, length))
             elif line.strip():
                 _python(run, lane, pos, where, line)
-            at, pos = end + 1, pos + 1
-        offset += size
+            at, pos = stop + 1, pos + 1
     settle(run, lane)
     run.rows.lane = lane
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tapeview.sources import bub
+from tapeview.sources.model import SCAN_PARSE_LIMIT
 from tapeview.tapes import blocklane
 from tests.conftest import FIXTURES
 from tests.tapes.indexed import indexed
@@ -35,3 +37,32 @@ def test_without_the_compiled_lane_the_index_is_the_same_and_the_log_says_why(
         assert compiled[rel] == python[rel], rel
     said = [r.getMessage() for r in caplog.records if r.name == "tapeview.index"]
     assert len(said) == 1 and "compiled lane" in said[0] and "make setup" in said[0]
+
+
+@pytest.mark.parametrize("block", [bub.BLOCK, 64 * 1024])
+def test_lines_too_long_to_parse_are_indexed_the_same_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    root = tmp_path / "bub"
+    root.mkdir()
+    head = b'{"id": %d, "kind": "message", "payload": {"role": "user", "content": "'
+    tail = b'"}, "meta": {}, "date": "2026-11-01T10:00:00+00:00"}\n'
+    lines = [b'{"id": 1, "kind": "anchor", "payload": {"name": "session/start"}, "meta": {}, "date": null}\n']
+    for i, size in enumerate([SCAN_PARSE_LIMIT - 1, SCAN_PARSE_LIMIT, SCAN_PARSE_LIMIT + 1, 5 << 20], 2):
+        start = head % i
+        lines += [start + b"x" * (size - len(start) - len(tail)) + tail, b"\n", (head % 99) + b"hi" + tail]
+    (root / "a1b2c3d4e5f60718__0123456789abcdef.jsonl").write_bytes(b"".join(lines) + head % 100 + b"cut")
+    monkeypatch.setattr(bub, "BLOCK", block)
+    compiled = indexed("compiled", root)
+    monkeypatch.setattr(blocklane, "native", None)
+    python = indexed("python", root)
+    assert compiled == python
+    (stats, _, rows) = compiled["a1b2c3d4e5f60718__0123456789abcdef.jsonl"]
+    # The lines past the limit are indexed by their heads, marked too long; the others read whole.
+    assert [r.length for r in rows][1::2] == [
+        SCAN_PARSE_LIMIT - 1,
+        SCAN_PARSE_LIMIT,
+        SCAN_PARSE_LIMIT + 1,
+        5 << 20,
+    ]
+    assert stats["entries"] == 9 and stats["next_pos"] == 14  # blank lines have positions, no entries

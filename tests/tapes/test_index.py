@@ -56,7 +56,9 @@ def test_appends_are_indexed_incrementally(tmp_path: Path, monkeypatch) -> None:
     for reading in ("lines", "blocks"):  # the index reads blocks of lines where its C lane is built
         read = getattr(bub, reading)
         monkeypatch.setattr(
-            bub, reading, lambda p, start=0, pos=1, read=read: read_from.append(start) or read(p, start, pos)
+            bub,
+            reading,
+            lambda p, start=0, *more, read=read: read_from.append(start) or read(p, start, *more),
         )
     with path.open("a") as f:
         f.write(LINE.format(id=3, s=2))
