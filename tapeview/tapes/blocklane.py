@@ -111,24 +111,10 @@ def settle(run: fastlane.Run, lane: object) -> None:
     counts = lane.settle()
     if counts is None:
         return
-    n, low, high, calls, (pos, eid, end), roles, usage, model, errors = counts
+    n, low, high, calls, last, roles, usage, model, errors = counts
     tape, tally = run.tape, run.tally
-    phase, low, high = tally.current, from_micros(low), from_micros(high)
-    tape.entries += n
-    tape.entries_since_anchor += n
-    tape.last_id = eid
-    if tape.first_at is None or low < tape.first_at:
-        tape.first_at = low
-    if tape.last_at is None or high > tape.last_at:
-        tape.last_at = high
-    tape.indexed_offset, tape.next_pos = end, pos + 1
-    phase.end_pos = pos
-    phase.entries += n
-    if phase.started_at is None:
-        phase.started_at, phase.ended_at = low, high
-    else:
-        phase.ended_at = high if high > phase.ended_at else phase.ended_at
-        phase.started_at = low if low < phase.started_at else phase.started_at
+    fastlane.counted(tape, tally, n, from_micros(low), from_micros(high), last)
+    phase = tally.current
     phase.tool_calls += calls
     if errors:  # (only once the tape has overflowed: no error's words need reading for it)
         tape.errors += errors
@@ -146,4 +132,3 @@ def settle(run: fastlane.Run, lane: object) -> None:
         phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
         phase.completion_tokens = (phase.completion_tokens or 0) + completion
         phase.cached_tokens = (phase.cached_tokens or 0) + cached
-    tally.touched = True

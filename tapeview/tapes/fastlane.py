@@ -148,30 +148,38 @@ class Counted:
     def settle(self, tape: Tape, tally: PhaseTally) -> None:
         if not self.dates:
             return
-        n, (pos, eid, end) = len(self.dates), self.last
         # min() and max() keep the first of equal dates, as the full path's strict comparisons do.
-        low, high = min(self.dates), max(self.dates)
-        tape.entries += n
-        tape.entries_since_anchor += n
-        tape.last_id = eid
-        if tape.first_at is None or low < tape.first_at:
-            tape.first_at = low
-        if tape.last_at is None or high > tape.last_at:
-            tape.last_at = high
-        tape.indexed_offset, tape.next_pos = end, pos + 1
+        counted(tape, tally, len(self.dates), min(self.dates), max(self.dates), self.last)
         phase = tally.current
-        phase.end_pos = pos
-        phase.entries += n
-        if phase.started_at is None:
-            phase.started_at, phase.ended_at = low, high
-        else:
-            phase.ended_at = high if high > phase.ended_at else phase.ended_at
-            phase.started_at = low if low < phase.started_at else phase.started_at
         phase.tool_calls += self.calls
         for role, count in Counter(name[:40] for name in self.roles).items():
             phase.roles[role] = phase.roles.get(role, 0) + count
-        tally.touched = True
         self._clear()
+
+
+def counted(
+    tape: Tape, tally: PhaseTally, n: int, low: datetime, high: datetime, last: tuple[int, int, int]
+) -> None:
+    """`n` lines dated from `low` to `high`, the last at `last` (pos, id, end), counted into the
+    tape and its phase as the full path counts them one at a time."""
+    pos, eid, end = last
+    tape.entries += n
+    tape.entries_since_anchor += n
+    tape.last_id = eid
+    if tape.first_at is None or low < tape.first_at:
+        tape.first_at = low
+    if tape.last_at is None or high > tape.last_at:
+        tape.last_at = high
+    tape.indexed_offset, tape.next_pos = end, pos + 1
+    phase = tally.current
+    phase.end_pos = pos
+    phase.entries += n
+    if phase.started_at is None:
+        phase.started_at, phase.ended_at = low, high
+    else:
+        phase.ended_at = high if high > phase.ended_at else phase.ended_at
+        phase.started_at = low if low < phase.started_at else phase.started_at
+    tally.touched = True
 
 
 def _model_and_usage(tape: Tape, phase, name: str, data: dict) -> None:
