@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 
 import orjson
 from django.conf import settings
@@ -151,23 +152,9 @@ def analyze() -> None:
 
 # An anchor row's fields after its tape, as its model names them (AnchorRow's slots).
 ANCHOR_FIELDS = (
-    "pos",
-    "name",
-    "date",
-    "phase",
-    "state",
-    "entries",
-    "phase_index",
-    "end_pos",
-    "started_at",
-    "ended_at",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_tokens",
-    "tool_calls",
-    "errors",
-    "model",
-    "roles",
+    *("pos", "name", "date", "phase", "state", "entries", "phase_index", "end_pos", "started_at"),
+    *("ended_at", "prompt_tokens", "completion_tokens", "cached_tokens", "tool_calls", "errors"),
+    *("model", "roles"),
 )
 
 
@@ -268,7 +255,12 @@ def _anchor_values(row: AnchorRow, names: tuple[str, ...]) -> list[object]:
 
 def _roles(roles: dict) -> str:
     """As JSONField writes it (no encoder); jsonb parses it on PostgreSQL, and refuses U+0000."""
-    return json.dumps({db_text(role): n for role, n in roles.items()})
+    return _roles_text(tuple(roles.items()))  # a tape's phases hold the same few role counts
+
+
+@lru_cache(maxsize=4096)
+def _roles_text(roles: tuple[tuple[str, int], ...]) -> str:
+    return json.dumps({db_text(role): n for role, n in roles})
 
 
 def _db_datetime() -> Callable[[datetime], object]:
@@ -281,6 +273,8 @@ def _db_datetime() -> Callable[[datetime], object]:
         stored_in = connection.timezone
 
         def on_sqlite(value: datetime) -> object:
+            if value.tzinfo is UTC and stored_in is UTC:  # as below, for the dates Bub writes
+                return value.isoformat(" ")[:-6]
             if value.tzinfo is None or value.utcoffset() is None:
                 value = timezone.make_aware(value, zone)
             return str(value.astimezone(stored_in).replace(tzinfo=None))
