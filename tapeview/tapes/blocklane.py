@@ -3,9 +3,9 @@
 The compiled lane takes the lines it is sure of, as the Python lane (tapes.fastlane) would count
 them (and, once the tape has overflowed, its errors, as the full path counts them), without a
 Python object per line, and stops at any other: that line goes down the full path, then the
-compiled lane goes on. The
-lines it took join the batch when the batch is written (packing.Batch.lane), and their counts join
-the tape and its phase before anything else reads them (`settle`), as fastlane.Counted's do.
+compiled lane goes on. The lines it took join the batch when the batch is written
+(packing.Batch.lane), and their counts join the tape and its phase before anything else reads
+them (`settle`), as fastlane.Counted's do.
 
 Where the module is not built (a source tree without `make setup`), the Python lane reads every line.
 """

@@ -180,8 +180,13 @@ class Batch:
         drained = zip(LANE_COLUMNS, LANE_TYPES, self.lane.drain(), strict=True)
         taken = {name: np.frombuffer(column, dtype) for name, dtype, column in drained}
         kind_at, name_at = {k: i for i, k in enumerate(kinds)}, {n: i for i, n in enumerate(names)}
-        lane_kinds = np.array([_code(kind_at, kinds, k) for k in LANE_KINDS], dtype=np.uint16)
-        lane_names = np.array([_code(name_at, names, n) for n in self.lane.names], dtype=np.uint16)
+        # Only the kinds and names these entries have: a chunk's words are those of its entries.
+        lane_kinds = np.zeros(len(LANE_KINDS), dtype=np.uint16)
+        for code in np.unique(taken["kind"]).tolist():
+            lane_kinds[code] = _code(kind_at, kinds, LANE_KINDS[code])
+        lane_names, lane_words = np.zeros(len(self.lane.names), dtype=np.uint16), self.lane.names
+        for code in np.unique(taken["name"]).tolist():
+            lane_names[code] = _code(name_at, names, lane_words[code])
         taken["kind"], taken["name"] = lane_kinds[taken["kind"]], lane_names[taken["name"]]
         merged = {name: np.concatenate([columns[name], taken[name]]) for name in columns}
         if self.pos:  # both lanes' entries: in file order

@@ -10,7 +10,8 @@ import pytest
 
 from tapeview.sources import bub
 from tapeview.sources.model import SCAN_PARSE_LIMIT
-from tapeview.tapes import blocklane
+from tapeview.tapes import blocklane, packing
+from tapeview.tapes.models import EntryChunk, Tape
 from tests.conftest import FIXTURES
 from tests.tapes.indexed import indexed
 
@@ -66,3 +67,26 @@ def test_lines_too_long_to_parse_are_indexed_the_same_either_way(
         5 << 20,
     ]
     assert stats["entries"] == 9 and stats["next_pos"] == 14  # blank lines have positions, no entries
+
+
+def test_each_chunk_names_only_the_kinds_and_names_of_its_entries_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "bub"
+    shutil.copytree(FIXTURES / "bub", root)
+
+    def words(label: str) -> dict[str, list[tuple[set, set]]]:
+        indexed(label, root)
+        found = {}
+        for tape in Tape.objects.filter(source=label).order_by("rel"):
+            chunks = EntryChunk.objects.filter(tape=tape).order_by("first_pos")
+            decoded = [packing.decode(bytes(c.columns), c.vocab) for c in chunks]
+            found[tape.rel] = [(set(c.kinds), set(c.names)) for c in decoded]
+            for c in decoded:  # every word is some entry's
+                assert set(c.kinds) == {c.kinds[k] for k in c.columns["kind"]}, tape.rel
+                assert set(c.names) == {c.names[n] for n in c.columns["name"]}, tape.rel
+        return found
+
+    compiled = words("compiled")
+    monkeypatch.setattr(blocklane, "native", None)
+    assert words("python") == compiled
