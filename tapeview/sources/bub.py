@@ -94,36 +94,27 @@ def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
 def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int, int, bytes | Entry]]:
     """(pos, offset, line) of the complete lines from byte `start` on, blank ones passed over: a
     line is its bytes without the newline, or, too long to parse, the Entry its head makes. For the
-    indexer's bulk path: the file is read a block at a time, as `scan` would read it by line."""
-    with open_file(path) as f:
-        f.seek(start)
-        offset, pos, rest = start, first_pos, b""
-        while block := f.read(BLOCK):
-            parts = (rest + block).split(b"\n")
-            rest = parts.pop()  # after the last newline: the start of the next line (or nothing)
-            for line in parts:
-                length = len(line) + 1
-                if length > SCAN_PARSE_LIMIT:
-                    yield pos, offset, big_line(line[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
-                elif line.strip():
-                    yield pos, offset, line
-                offset += length
-                pos += 1
-            if len(rest) >= SCAN_PARSE_LIMIT:
-                # A line too long to parse whole: read on to its end keeping only its head, so
-                # memory stays bounded whatever the agent wrote (formats: a 50 MB payload).
-                more, ended = skip_line(f)
-                if not ended:
-                    return
-                length = len(rest) + more
-                yield pos, offset, big_line(rest[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
-                offset, pos, rest = offset + length, pos + 1, b""
+    indexer's bulk path: the file is read a block at a time (`blocks`), as `scan` would read it by line."""
+    pos = first_pos
+    for offset, data, end in blocks(path, start):
+        if end < 0:
+            yield pos, offset, big_line(data, pos, offset, -end)
+            pos += 1
+            continue
+        for line in data[: end - 1].split(b"\n"):
+            length = len(line) + 1
+            if length > SCAN_PARSE_LIMIT:
+                yield pos, offset, big_line(line[:DISPLAY_PREVIEW_BYTES], pos, offset, length)
+            elif line.strip():
+                yield pos, offset, line
+            offset += length
+            pos += 1
 
 
 def blocks(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
-    """(offset, data, end) of the file from byte `start` on, as `lines` reads it but a block at a
-    time, for the indexer's compiled lane (tapes.blocklane), which counts the lines' positions and
-    passes over blank lines: the first `end` bytes of data are whole lines, each with its newline,
+    """(offset, data, end) of the file from byte `start` on, a block at a time (for `lines`, and
+    for the indexer's compiled lane, tapes.blocklane, which counts the lines' positions and passes
+    over blank lines itself): the first `end` bytes of data are whole lines, each with its newline,
     the first at `offset` (what follows them is the start of a line still to come); or, with `end`
     negative, data is the head of one line of -end bytes, too long to read whole (`big_line`)."""
     with open_file(path) as f:
@@ -136,7 +127,9 @@ def blocks(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
                 yield offset, data, end
                 offset += end
             rest = data[end:]
-            if len(rest) >= SCAN_PARSE_LIMIT:  # as in lines(): read on to its end keeping its head
+            if len(rest) >= SCAN_PARSE_LIMIT:
+                # A line too long to parse whole: read on to its end keeping only its head, so
+                # memory stays bounded whatever the agent wrote (formats: a 50 MB payload).
                 more, ended = skip_line(f)
                 if not ended:
                     return
