@@ -79,48 +79,23 @@ def _chunk_values(chunk: Chunk) -> tuple[int, int, int, bytes, str, str]:
     return int(pos[0]), int(pos[-1]), chunk.count, chunk.blob(), chunk.vocab(), _json(chunk.tally())
 
 
-def _insert(
-    model: type[Model], names: tuple[str, ...], rows: list[tuple], types: tuple[str, ...] = ()
-) -> None:
-    """Plain rows into a model's table: one COPY on PostgreSQL (binary when `types` names the
-    columns' types: bytes go as they are, not quoted as text first), one executemany on SQLite."""
+def _insert(model: type[Model], names: tuple[str, ...], rows: list[tuple], types: tuple[str, ...]) -> None:
+    """Plain rows into a model's table: one binary COPY on PostgreSQL (`types` names the columns'
+    types: the values go as they are, neither quoted as text in Python nor parsed as text by the
+    server), one executemany on SQLite."""
     if not rows:
         return
     table = connection.ops.quote_name(model._meta.db_table)
     columns = ", ".join(_column(model, name) for name in names)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            binary = " (FORMAT BINARY)" if types else ""
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN{binary}") as copy:
-                if types:
-                    copy.set_types(list(types))
-                    for row in rows:
-                        copy.write_row(row)
-                else:
-                    # Text format, written here at a third of write_row's cost a row: the server
-                    # parses each value as its column's type (timestamps, JSON) as from a literal.
-                    copy.write("".join("\t".join(map(_copy_text, row)) + "\n" for row in rows))
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(list(types))
+                for row in rows:
+                    copy.write_row(row)
         else:
             marks = ", ".join(["%s"] * len(names))
             cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
-
-
-def _copy_text(value: object) -> str:
-    """A value as COPY's text format spells it."""
-    if value is None:
-        return "\\N"
-    kind = type(value)
-    if kind is str:
-        if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
-            value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-        return value
-    if kind is bool:
-        return "t" if value else "f"
-    if kind is int:
-        return str(value)
-    if kind is datetime:
-        return value.isoformat()
-    raise TypeError(f"no COPY text for {kind.__name__}")
 
 
 def _column(model: type[Model], name: str) -> str:
@@ -155,6 +130,12 @@ ANCHOR_FIELDS = (
     *("pos", "name", "date", "phase", "state", "entries", "phase_index", "end_pos", "started_at"),
     *("ended_at", "prompt_tokens", "completion_tokens", "cached_tokens", "tool_calls", "errors"),
     *("model", "roles"),
+)
+# Their types for a binary COPY, the tape's first.
+ANCHOR_TYPES = (
+    *("bigint", "integer", "text", "timestamptz", "boolean", "text", "integer", "integer", "integer"),
+    *("timestamptz", "timestamptz", "bigint", "bigint", "bigint", "integer", "integer"),
+    *("text", "jsonb"),
 )
 
 
@@ -200,7 +181,10 @@ class AnchorRow:
 def insert_anchors(tape_id: int, rows: list[AnchorRow]) -> None:
     """A batch's new anchor rows: one COPY on PostgreSQL, one executemany on SQLite."""
     when = _db_datetime()
-    _insert(Anchor, ("tape", *ANCHOR_FIELDS), [_anchor_row(tape_id, row, when) for row in rows])
+    values = [_anchor_row(tape_id, row, when) for row in rows]
+    if connection.vendor == "postgresql":
+        values = [(*v[:-1], _jsonb(v[-1])) for v in values]
+    _insert(Anchor, ("tape", *ANCHOR_FIELDS), values, ANCHOR_TYPES)
 
 
 def update_phases(tape_id: int, rows: list[AnchorRow], fields: tuple[str, ...]) -> None:
@@ -261,6 +245,14 @@ def _roles(roles: dict) -> str:
 @lru_cache(maxsize=4096)
 def _roles_text(roles: tuple[tuple[str, int], ...]) -> str:
     return json.dumps({db_text(role): n for role, n in roles})
+
+
+@lru_cache(maxsize=4096)
+def _jsonb(text: str) -> object:
+    """Roles' JSON text as a binary COPY sends it to a jsonb column (a tape's phases repeat a few)."""
+    from psycopg.types.json import Jsonb  # (installed with PostgreSQL's extra only)
+
+    return Jsonb(text, dumps=str)
 
 
 def _db_datetime() -> Callable[[datetime], object]:
