@@ -154,15 +154,21 @@ def test_a_batch_commits_without_waiting_for_the_disk(tmp_path: Path) -> None:
 
 
 @postgresql_only
-def test_analyze_leaves_the_chunks_arrays_alone(tmp_path: Path) -> None:
-    (tmp_path / "a__b.jsonl").write_bytes(b"".join(entry(i, "message", {"role": "u"}) for i in range(1, 50)))
+def test_analyze_leaves_the_chunks_arrays_and_the_anchors_state_alone(tmp_path: Path) -> None:
+    lines = [entry(i, "anchor", {"name": f"phase/{i}", "state": STATE}) for i in range(1, 10)]
+    lines += [entry(i, "message", {"role": "u"}) for i in range(10, 50)]
+    (tmp_path / "a__b.jsonl").write_bytes(b"".join(lines))
     sync(tmp_path)
     bulk.analyze()
+    analyzed = {}
     with connection.cursor() as cursor:
-        cursor.execute("SELECT attname FROM pg_stats WHERE tablename = %s", [EntryChunk._meta.db_table])
-        analyzed = {row[0] for row in cursor.fetchall()}
-    assert {"tape_id", "first_pos", "last_pos"} <= analyzed
-    assert not analyzed & {"columns", "vocab", "tally"}
+        for model in (EntryChunk, Anchor):
+            cursor.execute("SELECT attname FROM pg_stats WHERE tablename = %s", [model._meta.db_table])
+            analyzed[model] = {row[0] for row in cursor.fetchall()}
+    assert {"tape_id", "first_pos", "last_pos"} <= analyzed[EntryChunk]
+    assert not analyzed[EntryChunk] & {"columns", "vocab", "tally"}
+    assert {"tape_id", "pos", "phase", "phase_index", "name"} <= analyzed[Anchor]
+    assert not analyzed[Anchor] & {"state", "roles", "model", "started_at", "ended_at"}
 
 
 def test_roles_are_stored_as_json_as_the_model_would(tmp_path: Path) -> None:
