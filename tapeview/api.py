@@ -15,6 +15,7 @@ from memory_admin.api import router as memory_router
 from memory_admin.stores.model import StoreError
 from tapeview.accounts.auth import SessionAuth, TokenAuth, docs_access
 from tapeview.accounts.throttle import Throttled
+from tapeview.errors import not_here_yet
 from tapeview.outbox import handlers as outbox_handlers
 from tapeview.outbox.api import router as outbox_router
 from tapeview.reviews.api import router as reviews_router
@@ -97,6 +98,9 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(TapeNotFound)
 def tape_gone(request: HttpRequest, exc: TapeNotFound) -> HttpResponse:
+    retry_after = getattr(exc, "retry_after", None)  # bytes on their way (another host's copy)
+    if retry_after is not None:
+        return not_here_yet(request, exc.detail, retry_after)
     return _error(request, 404, exc.detail)
 
 

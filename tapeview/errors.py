@@ -143,7 +143,8 @@ class WriteFailedMiddleware:
 
 class FileGoneMiddleware:
     """A file gone between a page's lookup and its read (deleted, reset; another host's, with no
-    copy here) is a 404 that says so, on every page, instead of a 500."""
+    copy here) is a 404 that says so, on every page, instead of a 500. Bytes that are on their way
+    (another host's, not copied here yet: the exception's `retry_after`) are a 503 with a retry hint."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -154,6 +155,19 @@ class FileGoneMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, TapeNotFound):
             return None
+        retry_after = getattr(exception, "retry_after", None)
+        if retry_after is not None:
+            return not_here_yet(request, exception.detail, retry_after)
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": exception.detail}, status=404)
         return defaults.page_not_found(request, Http404(exception.detail))
+
+
+def not_here_yet(request: HttpRequest, detail: str, retry_after: int) -> HttpResponse:
+    """503 with Retry-After: what was asked for exists, and will be readable here shortly."""
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": detail, "retry_after": retry_after}, status=503)
+    else:
+        response = render(request, "not_here_yet.html", {"detail": detail}, status=503)
+    response["Retry-After"] = str(retry_after)
+    return response

@@ -102,6 +102,7 @@ def exists(path: Path) -> bool:
 def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The raw bytes of one entry, streamed; fewer when the file is shorter than the span."""
     with open_file(path) as f:
+        require(f, offset + length)
         f.seek(offset)
         while length > 0:
             block = f.read(min(chunk, length))
@@ -109,6 +110,14 @@ def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iter
                 return
             length -= len(block)
             yield block
+
+
+def require(f: BinaryIO, end: int) -> None:
+    """Before a span up to `end` is streamed: a copy that lacks part of it (another host's file,
+    tapes.filecopy) says so now, before a byte goes out, rather than in the middle of a download."""
+    check = getattr(f, "require", None)
+    if check is not None:
+        check(end)
 
 
 def head(path: str | Path) -> str:

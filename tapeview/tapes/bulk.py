@@ -70,7 +70,7 @@ def append(tape: Tape, batch: Batch, last: Last | None = None) -> Last | None:
         EntryChunk.objects.filter(tape=tape, first_pos=last.first_pos).update(
             last_pos=last_pos, count=count, columns=columns, vocab=vocab, tally=tally
         )
-    _insert(EntryChunk, ("tape", *CHUNK_FIELDS), [(tape.pk, *row) for row in rows], CHUNK_TYPES)
+    insert_rows(EntryChunk, ("tape", *CHUNK_FIELDS), [(tape.pk, *row) for row in rows], CHUNK_TYPES)
     return Last(int(chunks[-1].columns["pos"][0]), chunks[-1])
 
 
@@ -79,7 +79,9 @@ def _chunk_values(chunk: Chunk) -> tuple[int, int, int, bytes, str, str]:
     return int(pos[0]), int(pos[-1]), chunk.count, chunk.blob(), chunk.vocab(), _json(chunk.tally())
 
 
-def _insert(model: type[Model], names: tuple[str, ...], rows: list[tuple], types: tuple[str, ...]) -> None:
+def insert_rows(
+    model: type[Model], names: tuple[str, ...], rows: list[tuple], types: tuple[str, ...]
+) -> None:
     """Plain rows into a model's table: one binary COPY on PostgreSQL (`types` names the columns'
     types: the values go as they are, neither quoted as text in Python nor parsed as text by the
     server), one executemany on SQLite."""
@@ -186,7 +188,7 @@ def insert_anchors(tape_id: int, rows: list[AnchorRow]) -> None:
     values = [_anchor_row(tape_id, row, when) for row in rows]
     if connection.vendor == "postgresql":
         values = [(*v[:-1], _jsonb(v[-1])) for v in values]
-    _insert(Anchor, ("tape", *ANCHOR_FIELDS), values, ANCHOR_TYPES)
+    insert_rows(Anchor, ("tape", *ANCHOR_FIELDS), values, ANCHOR_TYPES)
 
 
 def update_phases(tape_id: int, rows: list[AnchorRow], fields: tuple[str, ...]) -> None:

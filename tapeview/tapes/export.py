@@ -14,6 +14,7 @@ from pathlib import Path
 from django.utils.text import slugify
 
 from tapeview.sources import reader
+from tapeview.sources.raw_bytes import open_file, require
 
 from . import filecopy, raw, timeline
 from .context import AnchorNotFound
@@ -95,8 +96,12 @@ def export(tape: Tape, fmt: str, start: int | str | None = None, stop: int | str
     else:
         chunks = _records(tape, part)
     # The file opens at the first chunk: take it now, so that a file gone since the lookup is a
-    # 404 rather than a download broken off once it has started (another host's file: its copy).
+    # 404 rather than a download broken off once it has started (another host's file: its copy,
+    # which must hold the whole segment, else NotCopiedYet now).
     with filecopy.reading(tape.host):
+        if filecopy.copied(tape.host):
+            with open_file(Path(tape.path)) as f:
+                require(f, _offset(tape, part.stop) if part.stop is not None else tape.indexed_offset)
         first = next(chunks, b"")
     return Export(itertools.chain([first], chunks), filename(tape, part, fmt), FORMATS[fmt])
 

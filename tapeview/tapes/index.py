@@ -16,11 +16,11 @@ from tapeview.sources import Entry as FileEntry
 from tapeview.sources import TapeNotFound, bub_lines, paths, reader
 from tapeview.sources.raw_bytes import head
 
-from . import blocklane, bulk, fastlane, filecopy, signals
+from . import blocklane, bulk, fastlane, signals
 from .bulk import AnchorRow
 from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
-from .models import Anchor, EntryChunk, Tape, this_host
+from .models import Anchor, EntryChunk, Tape
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
@@ -39,14 +39,8 @@ def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) ->
     Index writes for a tape have one owner at a time (a lease in its row). A tape that another
     request or process is indexing is left to it: this returns False at once (or after `wait`
     seconds of asking again), and `tape` shows what is indexed so far. A fleet's copy of the file
-    (tapes.filecopy) is kept before the index, so no entry points past it, and after, for what came."""
-    copying = filecopy.enabled() and tape.host == this_host()
-    if copying:
-        filecopy.keep(tape.path, append_only=tape.append_only, tape=tape)
-    changed = _refresh(tape, progress, wait=wait)
-    if copying and changed:
-        filecopy.keep(tape.path, append_only=tape.append_only, tape=tape)
-    return changed
+    is not kept here: a copy pass follows the index (tapes.filecopy.keep_tapes), off its path."""
+    return _refresh(tape, progress, wait=wait)
 
 
 def behind(tape: Tape) -> bool:

@@ -2,7 +2,8 @@
 
 File-system notifications through watchfiles (polling where notifications are unavailable, or
 when asked), a full pass every `full_every` seconds as a safety net, and a heartbeat in the
-database (discovery.beat) so that pages leave the scanning to it.
+database (discovery.beat) so that pages leave the scanning to it. After each batch of refreshes,
+the follow-up work: the fleet's file copies (`keep_copies`), then the search pass.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from watchfiles import Change, watch
 from tapeview.outbox import worker as outbox
 from tapeview.sources import SourceSpec
 
-from . import discovery, index, signals
+from . import discovery, filecopy, index, signals
 from .index import refresh
 from .models import Tape
 
@@ -58,6 +59,7 @@ class Watcher:
         self.last_full = 0.0
         self.failures = 0  # steps failed in a row (_guarded backs off)
         self.held: dict[int, Tape] = {}  # tapes with work that another indexer held (`_retry_held`)
+        self.uncopied: dict[int, Tape] = {}  # tapes refreshed since the last copy pass (`keep_copies`)
         self.scan_until = 0.0  # while neither way can watch the folders: look at the files every BEAT
 
     @property
@@ -148,6 +150,7 @@ class Watcher:
         if time.monotonic() - self.last_full >= self.full_every:
             self._guarded(self.full_pass)
         self._guarded(self._retry_held)
+        self._guarded(self.keep_copies)
         self._guarded(lambda: signals.indexer_idle.send(sender=Watcher, budget=FOLLOW_UP))
         self._beat()
 
@@ -191,6 +194,7 @@ class Watcher:
                 return
             self._refresh_one(tape)
             self._beat()
+        self.keep_copies()
         # As `tapeview index` does: the memory app brings its stores up to date (every source at
         # once: it drops the stores of sources it is not given).
         signals.sources_indexed.send(sender=discovery.SyncReport, specs=self.specs)
@@ -240,7 +244,17 @@ class Watcher:
                 sizes.pop(tape.rel, None)
         discovery.record_sizes(spec.label, sizes)
 
+    def keep_copies(self) -> None:
+        """The follow-up of a batch's or a pass's refreshes where a fleet's web tier reads copies: the
+        copies of the tapes refreshed since the last time brought up to their files (off the index's
+        path: tapes.filecopy.keep_tapes). One that fails is kept by the full pass a failure brings on."""
+        while self.uncopied and not self.stop.is_set():
+            filecopy.keep_tapes([self.uncopied.pop(next(iter(self.uncopied)))])
+            self._beat()
+
     def _refresh_one(self, tape: Tape) -> None:
+        if filecopy.enabled():
+            self.uncopied[tape.pk] = tape  # even unchanged: a page may have indexed what it has not copied
         try:
             if not refresh(tape, self._beat) and index.behind(tape):
                 # Another indexer holds the tape (a page, or a watcher killed mid-pass whose lease

@@ -12,7 +12,7 @@ from django.utils import timezone
 from tapeview.accounts.models import AuditEvent
 from tapeview.outbox import queue
 from tapeview.outbox.models import Courier, Request
-from tapeview.tapes import discovery
+from tapeview.tapes import discovery, filecopy
 from tapeview.tapes.models import Tape
 
 
@@ -26,6 +26,7 @@ def on_host_a(db, settings, bub_home: Path):
     settings.TAPEVIEW_HOST = "host-a"
     settings.TAPEVIEW_COPY_FILES = True  # as its watcher does: the web tier's pages read the copies
     discovery.sync()
+    filecopy.keep_tapes(Tape.objects.filter(host="host-a"))  # its copy pass, behind the index
     settings.TAPEVIEW_HOST = "web"
     return Tape.objects.get(label="telegram:-1001234567890")
 

@@ -33,9 +33,11 @@ def copied_bytes(path: Path, host: str = "agent") -> bytes:
 
 
 def index_on(host: str, *specs: SourceSpec) -> None:
-    """`tapeview index` on an agent host that copies its files (TAPEVIEW_COPY_FILES)."""
+    """`tapeview index` on an agent host that copies its files (TAPEVIEW_COPY_FILES): the index,
+    then the copy pass behind it."""
     with override_settings(TAPEVIEW_HOST=host, TAPEVIEW_COPY_FILES=True):
         discovery.sync(list(specs))
+        filecopy.keep_tapes(Tape.objects.filter(host=host))
 
 
 @pytest.fixture
@@ -155,6 +157,7 @@ def memory_web_tier(db, settings, tmp_path: Path) -> dict[str, dict]:
     ]
     with override_settings(TAPEVIEW_HOST="agent", TAPEVIEW_COPY_FILES=True):
         discovery.sync(specs)
+        filecopy.keep_tapes(Tape.objects.filter(host="agent"))  # the copy pass: the zones' tapes
         catalog.sync_stores(specs)
     from memory_admin.models import MemoryStore
     from tapeview.accounts import tokens

@@ -13,8 +13,6 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.vary import vary_on_headers
 
-from tapeview.sources import TapeNotFound
-
 from .. import budget, context, export, lineage, lookup, pictures, raw, timeline
 from ..api.cursor import BadCursor, decode, encode
 from ..forms import (
@@ -47,10 +45,7 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         jump = timeline.first_at(tape, when)
         narrow = {"only": only} if only else {}
         where = {"at": jump, **narrow} if jump is not None else {"end": True, **narrow}
-    try:
-        page, worked = _timeline(tape, where, jump)
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
+    page, worked = _timeline(tape, where, jump)
     place = (sorted(where.items()), jump)
     ctx = {
         **_entries(tape, page, place, jump, only, worked["segment_ends"], _timeline_key(tape, place)),
@@ -71,10 +66,7 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         return _render(request, "tapes/tape_detail.html#entries", ctx)
     ctx["attachments"] = attachments = list(tape.attachments.order_by("role", "name"))
     ctx["has_memory"] = _has_memory(tape, attachments)
-    try:
-        ctx["budget"] = budget.measure(tape, page.index)
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
+    ctx["budget"] = budget.measure(tape, page.index)
     return _render(request, "tapes/tape_detail.html", {**ctx, **phase_table(request, tape)})
 
 
@@ -98,13 +90,10 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         raise BadRequest(f"?after= is the position of the last entry shown, a whole number: {problem}")
     if seen is not None and tape.size == seen:
         return HttpResponse(status=204)
-    try:
-        page = timeline.page(tape, after=after)
-        # What was appended can move the budget (a reported prompt, an anchor): sent again out of band.
-        moved = budget.moved_by(tape, [item.entry for item in page.items])
-        measured = budget.measure(tape, page.index) if moved else None
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
+    page = timeline.page(tape, after=after)
+    # What was appended can move the budget (a reported prompt, an anchor): sent again out of band.
+    moved = budget.moved_by(tape, [item.entry for item in page.items])
+    measured = budget.measure(tape, page.index) if moved else None
     ctx = {
         **_entries(tape, page, ("after", after), None, ""),
         "after": page.last_pos or after,
@@ -203,8 +192,6 @@ def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
         found, more = lineage.links(tape, (after["t"], after["pos"]) if after else None, LINEAGE_PAGE_SIZE)
     except BadCursor:
         raise Http404("no such page of this lineage") from None
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
     last = found[-1] if found else None
     ctx = {
         "tape": tape,
@@ -239,8 +226,6 @@ def tape_context(request: HttpRequest, key: str) -> HttpResponse:
         found = context.page(tape, form.anchor_ref(), **form.where())
     except context.AnchorNotFound as exc:
         raise Http404(str(exc)) from None
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
     ref = form.anchor_ref()
     ctx = {
         "tape": tape,
@@ -260,20 +245,14 @@ def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     """One entry in full. Template `tapeview/entry_detail.html`."""
     tape = lookup.find_tape(key)
     row = lookup.find_row(tape, pos)
-    try:
-        entry = timeline.read_rows(tape, [row])[0]
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
+    entry = timeline.read_rows(tape, [row])[0]
     return render(request, "tapes/entry_detail.html", {"tape": tape, "row": row, "entry": entry})
 
 
 def entry_raw(request: HttpRequest, key: str, pos: int) -> HttpResponse:
     """The entry as the agent wrote it, as text: the line's bytes streamed, or a record as JSON."""
     tape = lookup.find_tape(key)
-    try:
-        entry = raw.read(tape, lookup.find_row(tape, pos))
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
+    entry = raw.read(tape, lookup.find_row(tape, pos))
     response = StreamingHttpResponse(entry.chunks, content_type=entry.content_type)
     response["Content-Length"] = str(entry.length)
     return response
@@ -290,8 +269,6 @@ def tape_export(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
         status = 404 if isinstance(exc, LookupError) else 400
         ctx = {"tape": tape, "fmt": fmt, "problem": str(exc)}
         return render(request, "tapes/tape_export_error.html", ctx, status=status)
-    except TapeNotFound as gone:
-        raise Http404(gone.detail) from None
     response = StreamingHttpResponse(found.chunks, content_type=found.content_type)
     response["Content-Disposition"] = content_disposition_header(True, found.filename)
     return response

@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from tapeview.sources import SourceSpecError, parse_sources
-from tapeview.tapes import discovery, signals
+from tapeview.tapes import discovery, filecopy, signals
+from tapeview.tapes.models import Tape, this_host
 from tapeview.tapes.watcher import Watcher
 
 from ._schema import migrate
@@ -30,6 +31,8 @@ def run_index(specs: list, stdout) -> discovery.SyncReport:
         total=total, unit="B", unit_scale=True, desc="indexing", disable=not sys.stderr.isatty()
     ) as bar:
         report = discovery.sync(specs, progress=bar.update)
+    # A fleet's copies of the files, in a pass of their own behind the index (as the watcher's).
+    filecopy.keep_tapes(Tape.objects.filter(host=this_host(), source__in=[s.label for s in specs]))
     # The memory app brings its stores up to date too: a version seen now is kept, so history
     # survives the agent's rewrites.
     signals.sources_indexed.send(sender=discovery.SyncReport, specs=specs)
