@@ -121,7 +121,7 @@ MIDDLEWARE = [
     "tapeview.errors.WriteFailedMiddleware",
     "tapeview.errors.FileGoneMiddleware",
     # Each request reads this machine's files until it looks up another host's tape or store.
-    "tapeview.tapes.filecopy.FilesMiddleware",
+    "tapeview.tapes.copy_reader.FilesMiddleware",
     # Last: turns a sign-in refused for too many failures into the lockout page (429).
     "axes.middleware.AxesMiddleware",
 ]

@@ -16,7 +16,7 @@ from tapeview.outbox import queue as outbox
 from tapeview.outbox.answers import api_answer
 from tapeview.outbox.api import OutboxRequestOut
 from tapeview.outbox.handlers import Result, handler
-from tapeview.tapes import discovery, filecopy
+from tapeview.tapes import copy_reader, discovery
 from tapeview.tapes.api.cursor import offset_page
 from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
@@ -57,7 +57,7 @@ def find_store(key: str, kinds: Collection[str] | None = None) -> MemoryStore:
     store = stores.first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
     if store is None:
         raise Http404("no such memory store")
-    filecopy.read_from_host(store.host)  # another host's store: its files' copies
+    copy_reader.read_from_host(store.host)  # another host's store: its files' copies
     return store
 
 

@@ -2,7 +2,7 @@
 
 Every reader opens its files here, so the bytes can come from somewhere else than this machine's
 disk: inside `reading_from(files)` they come from `files` (a fleet's web tier reads the copies the
-files' own host keeps in the database, tapes.filecopy).
+files' own host keeps in the database, tapes.copy_reader).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def reading_from(files: Files | None) -> Iterator[None]:
 
 def use(files: Files | None) -> None:
     """Open every file from `files` for the rest of the current context (a request: the middleware
-    tapes.filecopy.FilesMiddleware gives each its own)."""
+    tapes.copy_reader.FilesMiddleware gives each its own)."""
     _files.set(files)
 
 
@@ -114,7 +114,7 @@ def read_raw(path: Path, offset: int, length: int, chunk: int = 1 << 20) -> Iter
 
 def require(f: BinaryIO, end: int) -> None:
     """Before a span up to `end` is streamed: a copy that lacks part of it (another host's file,
-    tapes.filecopy) says so now, before a byte goes out, rather than in the middle of a download."""
+    tapes.copy_reader) says so now, before a byte goes out, rather than in the middle of a download."""
     check = getattr(f, "require", None)
     if check is not None:
         check(end)

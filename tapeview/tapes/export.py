@@ -16,7 +16,7 @@ from django.utils.text import slugify
 from tapeview.sources import reader
 from tapeview.sources.raw_bytes import open_file, require
 
-from . import filecopy, raw, timeline
+from . import copy_reader, raw, timeline
 from .context import AnchorNotFound
 from .lookup import MAX_POS, find_row
 from .models import Anchor, Tape
@@ -98,8 +98,8 @@ def export(tape: Tape, fmt: str, start: int | str | None = None, stop: int | str
     # The file opens at the first chunk: take it now, so that a file gone since the lookup is a
     # 404 rather than a download broken off once it has started (another host's file: its copy,
     # which must hold the whole segment, else NotCopiedYet now).
-    with filecopy.reading(tape.host):
-        if filecopy.copied(tape.host):
+    with copy_reader.reading(tape.host):
+        if copy_reader.copied(tape.host):
             with open_file(Path(tape.path)) as f:
                 require(f, _offset(tape, part.stop) if part.stop is not None else tape.indexed_offset)
         first = next(chunks, b"")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import Http404
 
-from . import filecopy, index, rows
+from . import copy_reader, index, rows
 from .models import Tape
 from .rows import Row
 
@@ -33,7 +33,7 @@ def find_tape(key: str) -> Tape:
     tape = Tape.objects.filter(key=key).first() if is_key else None
     if tape is None:
         raise NoSuchTape("no such tape")
-    filecopy.read_from_host(tape.host)  # another host's tape: its file's copy
+    copy_reader.read_from_host(tape.host)  # another host's tape: its file's copy
     if settings.TAPEVIEW_WEB_INDEXES:  # else another process keeps the index (serve --no-index)
         index.refresh(tape)
     if tape.problem == "file missing":

@@ -12,7 +12,7 @@ import orjson
 
 from tapeview.sources import reader
 
-from . import filecopy
+from . import copy_reader
 from .models import Tape
 from .rows import Row
 from .timeline import read_rows
@@ -39,7 +39,7 @@ def read(tape: Tape, row: Row) -> RawEntry:
         # The file opens at the first chunk: take it now, so that a file deleted since the lookup
         # is TapeNotFound here (a 404) rather than a response broken off once it has started (and
         # another host's file is its copy: the copy, once open, streams the rest).
-        with filecopy.reading(tape.host):
+        with copy_reader.reading(tape.host):
             first = next(chunks, b"")
         return RawEntry(itertools.chain([first], chunks), row.length)
     # A record inside a document the agent rewrites wholesale is no line of its own: its payload is.

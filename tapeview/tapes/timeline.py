@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tapeview.sources import Entry, TapeNotFound, reader
 
-from . import filecopy, pictures
+from . import copy_reader, pictures
 from . import rows as index_rows
 from .blocks import Block, Item, arrange
 from .models import Tape
@@ -114,7 +114,7 @@ def anchor_ends(tape: Tape, positions: list[int], index: Rows | None = None) -> 
 
 def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
     """Read exactly the bytes of these entries; a too-big entry keeps the index's kind and name."""
-    with filecopy.reading(tape.host):  # another host's file: its copy in the database
+    with copy_reader.reading(tape.host):  # another host's file: its copy in the database
         entries = reader(tape.kind).read_entries(Path(tape.path), [(r.pos, r.offset, r.length) for r in rows])
     by_pos = {r.pos: r for r in rows}
     out = []
@@ -152,7 +152,7 @@ def page(tape: Tape, only: str = "", **where) -> Page:
     older = bool(rows) and bool(find_rows(tape, before=first, limit=1, last=True, **narrow))
     tail = None
     if not newer and tape.pending_bytes and not only:
-        with filecopy.reading(tape.host):
+        with copy_reader.reading(tape.host):
             tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
     boundary = archive_boundary(tape, index) if not only else None
     for item in items:
