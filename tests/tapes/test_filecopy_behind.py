@@ -132,6 +132,52 @@ def test_a_web_tier_says_what_is_not_copied_yet_then_shows_it_after_the_pass(
     assert viewer_client.get(f"/tapes/{tape.key}/tail", {"after": 5}).status_code == 200
 
 
+# Every read of one tape the API offers (GET /api/openapi.json), with what its path needs.
+TAPE_READS = (
+    "/api/tapes/{tape_id}",
+    "/api/tapes/{tape_id}/entries",
+    "/api/tapes/{tape_id}/entries/{pos}",
+    "/api/tapes/{tape_id}/entries/{pos}/raw",
+    "/api/tapes/{tape_id}/anchors",
+    "/api/tapes/{tape_id}/context",
+    "/api/tapes/{tape_id}/phases",
+    "/api/tapes/{tape_id}/lineage",
+    "/api/tapes/{tape_id}/budget",
+    "/api/tapes/{tape_id}/export",
+    "/api/tapes/{tape_id}/reviews/export",
+)
+
+
+def test_the_api_documents_the_503_of_every_read_that_can_answer_it(tmp_path: Path, web, read_token) -> None:
+    """A client generated from the OpenAPI document knows the 503 and its `retry_after` wherever a
+    tape read can answer it, and nowhere else."""
+    spec, path = a_tape(tmp_path, 5)
+    index_only(spec)
+    copy_pass()
+    append(path, 6, 9)
+    index_only(spec)
+    api = Api(Client(), read_token)
+    document = api.get("/api/openapi.json").json()
+    reads = {
+        p for p, ops in document["paths"].items() if p.startswith("/api/tapes/{tape_id}") and "get" in ops
+    }
+    assert reads == set(TAPE_READS)  # a new read of a tape: add it above
+    key = Tape.objects.get().key
+    answered = {}
+    for route in TAPE_READS:
+        r = api.get(route.format(tape_id=key, pos=8))
+        assert r.status_code in (200, 503), (route, r.status_code)
+        answered[route] = r.status_code
+    for route, status in answered.items():
+        documented = document["paths"][route]["get"]["responses"]
+        assert ("503" in documented) == (status == 503), route
+    refused = [route for route, status in answered.items() if status == 503]
+    assert "/api/tapes/{tape_id}/entries/{pos}/raw" in refused  # (the test reaches the copy at all)
+    shape = document["paths"][refused[0]]["get"]["responses"]["503"]["content"]["application/json"]["schema"]
+    schema = document["components"]["schemas"][shape["$ref"].rsplit("/", 1)[1]]
+    assert set(schema["required"]) == {"detail", "retry_after"}
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "md"])
 def test_an_export_whose_end_is_not_copied_is_refused_before_it_starts(
     tmp_path: Path, web, read_token, monkeypatch, fmt: str

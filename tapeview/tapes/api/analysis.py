@@ -149,7 +149,7 @@ def list_lineage(request: HttpRequest, tape_id: str, page: Query[PageIn]) -> dic
     return {"items": items, "next_cursor": next_cursor}
 
 
-@router.get("/tapes/{tape_id}/budget", response=responses({200: BudgetOut}, 404))
+@router.get("/tapes/{tape_id}/budget", response=responses({200: BudgetOut}, 404, 503))
 def get_budget(request: HttpRequest, tape_id: str) -> dict:
     """Tokens since the last anchor against the model's context window, and where a handoff fits."""
     b = budget.measure(lookup.find_tape(tape_id))

@@ -147,7 +147,7 @@ def entry_out(e: Entry, full: bool) -> dict:
     }
 
 
-@router.get("/tapes/{tape_id}/entries", response=responses({200: EntryPageOut}, 400, 404))
+@router.get("/tapes/{tape_id}/entries", response=responses({200: EntryPageOut}, 400, 404, 503))
 def list_entries(request: HttpRequest, tape_id: str, filters: Query[EntryFilters]) -> dict:
     """Entries in file order; unreadable lines are there too, with `readable: false` and a preview."""
     tape = lookup.find_tape(tape_id)
@@ -171,7 +171,7 @@ def list_entries(request: HttpRequest, tape_id: str, filters: Query[EntryFilters
     }
 
 
-@router.get("/tapes/{tape_id}/entries/{pos}", response=responses({200: EntryOut}, 404))
+@router.get("/tapes/{tape_id}/entries/{pos}", response=responses({200: EntryOut}, 404, 503))
 def get_entry(request: HttpRequest, tape_id: str, pos: int) -> dict:
     """One entry with all of its payload (past 2 MB a line is not parsed: see .../raw)."""
     tape = lookup.find_tape(tape_id)
@@ -188,7 +188,7 @@ RAW_DOC = {
 
 @router.get(
     "/tapes/{tape_id}/entries/{pos}/raw",
-    response=responses({}, 404),
+    response=responses({}, 404, 503),
     openapi_extra={"responses": RAW_DOC},
 )
 def get_entry_raw(request: HttpRequest, tape_id: str, pos: int) -> HttpResponse:
@@ -211,7 +211,7 @@ def list_anchors(request: HttpRequest, tape_id: str, page: Query[PageIn]) -> dic
     return {"items": rows, "next_cursor": encode({"pos": rows[-1].pos}) if more else None}
 
 
-@router.get("/tapes/{tape_id}/context", response=responses({200: ContextOut}, 404))
+@router.get("/tapes/{tape_id}/context", response=responses({200: ContextOut}, 404, 503))
 def get_context(
     request: HttpRequest, tape_id: str, anchor: str | None = Query(None, max_length=300, pattern=TEXT)
 ) -> dict:

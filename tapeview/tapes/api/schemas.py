@@ -45,7 +45,15 @@ class BusyOut(Schema):
     )
 
 
-SHAPES: dict[int, Any] = {422: ValidationErrorOut, 409: BusyOut}
+class NotHereYetOut(Schema):
+    """503 (a fleet): a part of another host's tape that its copy here lacks yet, on its way. Also
+    sent as the Retry-After header."""
+
+    detail: str
+    retry_after: int
+
+
+SHAPES: dict[int, Any] = {422: ValidationErrorOut, 409: BusyOut, 503: NotHereYetOut}
 
 
 def responses(ok: dict[int, Any], *codes: int) -> dict[int, Any]:

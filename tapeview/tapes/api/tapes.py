@@ -232,7 +232,7 @@ def get_tape(request: HttpRequest, tape_id: str) -> dict:
 
 @router.get(
     "/tapes/{tape_id}/export",
-    response=responses({}, 400, 404),
+    response=responses({}, 400, 404, 503),
     openapi_extra={"responses": EXPORT_DOC},
 )
 def get_export(request: HttpRequest, tape_id: str, query: Query[ExportIn]) -> StreamingHttpResponse:
