@@ -24,7 +24,10 @@ from .models import Anchor, EntryChunk, Tape
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
-BATCH = 10_000  # entries written at once: a few chunks (packing.CHUNK), one save of the tape
+# Entries written at once: 16 chunks (packing.CHUNK), one transaction and one save of the tape. Fewer,
+# larger batches than 10,000 made a cold index 10-30% faster (each batch's transaction, save and
+# statements cost the same however many entries it holds); a batch still writes in well under 0.1 s.
+BATCH = 65_536
 LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
