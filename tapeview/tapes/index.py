@@ -25,8 +25,10 @@ from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
 # Entries written at once: 16 chunks (packing.CHUNK), one transaction and one save of the tape. Fewer,
-# larger batches than 10,000 made a cold index 10-30% faster (each batch's transaction, save and
-# statements cost the same however many entries it holds); a batch still writes in well under 0.1 s.
+# larger batches than 10,000 made a cold index 4-30% faster (each batch's transaction, save and
+# statements cost the same however many entries it holds). A batch's writes hold SQLite's write lock
+# for up to ~0.1 s (a tape with an anchor every 24 entries), as a search pass's batch does; readers
+# never wait for it (WAL).
 BATCH = 65_536
 LABEL_TRIES = 50
 REREAD_TRIES = 3
