@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tapeview.sources import bub, parse_sources
-from tapeview.tapes import discovery, index, rows
+from tapeview.tapes import discovery, index, packing, rows
 from tapeview.tapes.models import Anchor, Tape
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +132,10 @@ def test_a_file_made_again_on_its_old_inode_and_grown_past_the_offset_is_read_fr
     assert [(r.pos, r.entry_id) for r in rows.of(t).all()] == [(n, n) for n in range(1, 6)]
 
 
-def test_an_indexer_killed_after_a_batch_leaves_the_rest_to_the_next_one(tmp_path: Path) -> None:
+def test_an_indexer_killed_after_a_batch_leaves_the_rest_to_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index._Run, "size", packing.CHUNK)  # batches of one chunk: three of them here
     path = tmp_path / "a__b.jsonl"
     path.write_text(ANCHOR.format(id=1, name="session/start"))
     sync(tmp_path)
