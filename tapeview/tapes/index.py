@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 
-import orjson
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,7 +19,7 @@ from . import blocklane, bulk, fastlane, signals
 from .bulk import AnchorRow
 from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
-from .models import Anchor, EntryChunk, Tape
+from .models import Anchor, EntryChunk, Tape, state_preview
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally
 
@@ -33,7 +32,6 @@ BATCH = 65_536
 LABEL_TRIES = 50
 REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
-STATE_PREVIEW = 300
 AFTER_WRITE = 5.0  # seconds a writer waits for another indexer of its tape: its answer shows the write
 Progress = Callable[[int], None]
 
@@ -266,8 +264,7 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
     # An anchor line, or a line that is also an anchor (nanobot's context cuts: e.anchor).
     if e.is_anchor or e.anchor:
         state = e.payload.get("state") if e.is_anchor and isinstance(e.payload, dict) else None
-        preview = orjson.dumps(state).decode()[:STATE_PREVIEW] if state else ""
-        anchor = AnchorRow(e.pos, name[:300], e.date, e.phase, preview)
+        anchor = AnchorRow(e.pos, name[:300], e.date, e.phase, state_preview(state))
         anchors.append(anchor)
         if e.phase:
             tape.phase_anchor_pos = e.pos

@@ -18,8 +18,7 @@ from tapeview.sources import TapeNotFound
 
 from . import index
 from . import rows as index_rows
-from .index import STATE_PREVIEW
-from .models import Anchor, Tape
+from .models import STATE_PREVIEW, Anchor, Tape
 from .timeline import read_rows
 
 MAX_WORDS = 5_000  # of a summary, diffed word by word; past it the rest is one word

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import orjson
 from django.conf import settings
 from django.db import models
 
@@ -230,3 +233,20 @@ def db_text(value: object) -> object:
     if type(value) is str and "\x00" in value:
         return value.replace("\x00", "\ufffd")
     return value
+
+
+STATE_PREVIEW = 300  # characters of an anchor's state kept in its row
+
+
+def state_preview(state: object) -> str:
+    """An anchor's state as its row keeps it: the start of its JSON, "" for none."""
+    if not state:
+        return ""
+    try:
+        text = orjson.dumps(state).decode()
+    except TypeError:  # an integer past 64 bits (json.loads reads it whole) or past 255 levels
+        try:
+            text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:
+            text = "(nested too deeply to show here)"
+    return text[:STATE_PREVIEW]

@@ -20,6 +20,7 @@ from .timeline import read_rows
 # Text, never a type a browser renders or runs: the bytes are the agent's, not ours
 # (SecurityMiddleware adds X-Content-Type-Options: nosniff to every response).
 CONTENT_TYPE = "text/plain; charset=utf-8"
+DEPTH = 200  # levels of nesting an answer of ours holds (orjson writes 254, json.dumps recurses)
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,56 @@ def read(tape: Tape, row: Row) -> RawEntry:
 
 
 def json_bytes(payload: object) -> bytes:
-    """Compact UTF-8 JSON of a payload the agent wrote, whatever its integers."""
+    """Compact UTF-8 JSON of a payload the agent wrote, whatever its integers and its depth."""
     try:
         return orjson.dumps(payload)
-    except TypeError:  # an integer past 64 bits: the standard library writes any
-        return json.dumps(payload, ensure_ascii=False).encode()
+    except TypeError:  # an integer past 64 bits, or nesting past orjson's 255 levels
+        return "".join(_json_parts(payload)).encode()
+
+
+def json_answer(value: object) -> tuple[bytes, bool]:
+    """json_bytes of `value`, and whether an answer of ours can hold it as it is: what orjson writes,
+    or what it refuses for an integer past 64 bits only (nested DEPTH levels at most)."""
+    try:
+        return orjson.dumps(value), True
+    except TypeError:
+        return json_bytes(value), not nested_past(value, DEPTH)
+
+
+def nested_past(value: object, levels: int) -> bool:
+    """Whether `value` nests lists and objects more than `levels` deep (`[[]]` is two)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > levels:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+class _Written(str):
+    """Punctuation already written as JSON (a str of its own type, told apart from a value's strings)."""
+
+
+def _json_parts(value: object) -> Iterator[str]:
+    """Compact JSON of a value of any depth, by a stack of its own: json.dumps recurses, and a hostile
+    file can nest deeper than Python's recursion limit (orjson reads 1,024 levels)."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Written:
+            yield item
+        elif isinstance(item, dict):
+            parts: list[object] = [_Written("{")]
+            for n, (key, child) in enumerate(item.items()):
+                named = json.dumps(str(key), ensure_ascii=False) + ":"
+                parts += [_Written("," + named if n else named), child]
+            stack += reversed([*parts, _Written("}")])
+        elif isinstance(item, list):
+            parts = [_Written("[")]
+            for n, child in enumerate(item):
+                parts += [_Written(","), child] if n else [child]
+            stack += reversed([*parts, _Written("]")])
+        else:
+            yield json.dumps(item, ensure_ascii=False)

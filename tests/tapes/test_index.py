@@ -211,3 +211,35 @@ def test_sources_dropped_from_the_configuration_leave_the_index(bub_home: Path, 
     discovery.sync(parse_sources([f"a=bub:{bub_home}", f"b=bub:{other}"]))
     discovery.sync(parse_sources([f"a=bub:{bub_home}"]))
     assert set(Tape.objects.values_list("source", flat=True)) == {"a"}
+
+
+def test_an_anchor_whose_state_orjson_cannot_write_is_indexed_with_its_state(
+    tmp_path: Path, settings, viewer_client
+) -> None:
+    def nested(levels: int) -> str:
+        return '{"a": ' * levels + "{}" + "}" * levels
+
+    # Bub's json.loads reads an integer past 64 bits whole, and states nested past orjson's 255 levels
+    states = {
+        "phase/wide": '{"n": 1180591620717411303424}',
+        "phase/deep": nested(300),
+        "phase/deeper": nested(1000),
+    }
+    path = tmp_path / "a__b.jsonl"
+    path.write_text(
+        "".join(
+            f'{{"id": {i}, "kind": "anchor", "payload": {{"name": "{name}", "state": {state}}}, "meta": {{}}, '
+            '"date": "2026-11-22T01:00:00+00:00"}\n'
+            for i, (name, state) in enumerate(states.items(), 1)
+        )
+    )
+    settings.TAPEVIEW_SOURCES = f"t=bub:{tmp_path}"
+    sync(tmp_path)
+    t = tape("a__b")
+    assert (t.entries, t.anchors, t.unreadable, t.problem) == (3, 3, 0, "")
+    kept = dict(Anchor.objects.filter(tape=t).values_list("name", "state"))
+    assert kept["phase/wide"] == '{"n":1180591620717411303424}'
+    assert kept["phase/deep"].startswith('{"a":{"a":') and len(kept["phase/deep"]) == 300
+    assert kept["phase/deeper"] == "(nested too deeply to show here)"
+    page = viewer_client.get(f"/tapes/{t.key}/")
+    assert page.status_code == 200 and "phase/deeper" in page.content.decode()

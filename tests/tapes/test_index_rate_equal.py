@@ -34,6 +34,13 @@ def line(i: int, kind: str, payload: object, date: object = None, **more: object
     return json.dumps(entry, ensure_ascii=False).encode() + b"\n"
 
 
+def deep(levels: int) -> dict:
+    value: dict = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
 def odd_lines(rng: random.Random, start: int) -> list[bytes]:
     """Lines a hand-edited or crashed tape holds, and every special line the full path must read."""
     d = "2026-11-01T10:00:00+00:00"
@@ -86,6 +93,24 @@ def odd_lines(rng: random.Random, start: int) -> list[bytes]:
         line(start, "error", {"message": "context_length_exceeded"}, d),
         line(start, "anchor", {"name": "memory/x", "state": {}}, d),
         line(start, "anchor", {"name": "phase/odd", "state": {"a": 1}}, "2026-10-01T10:00:00-03:00"),
+        line(start, "anchor", {"name": "phase/naive"}, "2026-11-01T10:00:00"),
+        line(start, "anchor", {"name": "phase/z", "state": "s"}, "2026-11-01T10:00:00Z"),
+        line(start, "anchor", {"name": "phase/quiet", "state": {}}, d, meta={"context": False}),
+        line(start, "anchor", {"name": "phase/meta"}, d, meta=[1]),
+        line(start, "anchor", {"name": "phase/wide", "state": {"n": 2**70}}, d),
+        line(start, "anchor", {"name": "phase/old"}, timestamp=1_790_000_000),
+        line(start, "anchor", {"name": "phase/bad-date"}, "yesterday"),
+        line(start, "anchor", {"name": "phase/no-date"}),
+        line(start, "anchor", {"name": 7, "state": {"a": 1}}, d),
+        line(start, "anchor", {"state": {"a": 1}}, d),
+        line(start, "anchor", ["not", "an", "object"], d),
+        line(2**63, "anchor", {"name": "phase/far"}, d),
+        line(start, "anchor", {"name": "spill/x", "state": {"a": "x" * 400}}, d),
+        line(start, "anchor", {"name": "auto_handoff/context_overflow", "state": {}}, d),
+        line(start, "anchor", {"name": "phase/deep", "state": deep(300)}, d),
+        b'{"id": 5, "kind": "anchor", "payload": {"name": "phase/nan", "state": {"x": NaN}}, "date": "'
+        + d.encode()
+        + b'"}\n',
         line(start, "system", {"content": "s"}, d),
         line(start, "something_new", {}, d),
     ]

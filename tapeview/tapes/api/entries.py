@@ -126,11 +126,14 @@ router = Router(tags=["tapes"])
 
 def entry_out(e: Entry, full: bool) -> dict:
     payload, truncated, preview = e.payload, e.truncated, e.preview
-    if not full and payload is not None:
-        text = raw.json_bytes(payload)
-        if len(text) > PAYLOAD_LIMIT:
+    if payload is not None:
+        # A payload nested past raw.DEPTH levels (only a hand-made line: the agents' json.dumps
+        # stops sooner) is shown as a preview, as a big one is: no JSON answer holds it.
+        text, answerable = raw.json_answer(payload)
+        if not answerable or (not full and len(text) > PAYLOAD_LIMIT):
             payload, truncated = None, True
             preview = text[: PREVIEW_CHARS * 4].decode(errors="ignore")[:PREVIEW_CHARS] + "…"
+    meta = e.meta if isinstance(e.meta, dict) and raw.json_answer(e.meta)[1] else {}
     return {
         "pos": e.pos,
         "id": e.id,
@@ -138,7 +141,7 @@ def entry_out(e: Entry, full: bool) -> dict:
         "name": e.name,
         "date": e.date,
         "payload": payload,
-        "meta": e.meta if isinstance(e.meta, dict) else {},
+        "meta": meta,
         "readable": e.readable,
         "truncated": truncated,
         "preview": preview,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,7 @@ from tapeview.tapes.transcript import output_text
 
 register = template.Library()
 PREVIEW_CHARS = 3000
+SHOWN_DEPTH = 100  # levels of a payload shown on a page (orjson writes 255 at most; json.dumps recurses)
 COPY_LINK = (
     '<a class="copy-link" href="{}" title="Copy a link that opens the timeline at this entry">copy link</a>'
 )
@@ -56,8 +58,19 @@ def pretty(value: Any) -> str:
         return value
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:
-        return repr(value)
+    except TypeError:  # an integer past 64 bits, or nesting past orjson's 255 levels
+        return json.dumps(_shallow(value, SHOWN_DEPTH), indent=2, ensure_ascii=False, default=repr)
+
+
+def _shallow(value: Any, depth: int) -> Any:
+    """`value` with what lies more than `depth` levels down shown as a mark (the raw line has it all)."""
+    if not isinstance(value, dict | list) or not value:
+        return value
+    if depth <= 0:
+        return f"… ({len(value)} more, nested deeper: see the raw line)"
+    if isinstance(value, dict):
+        return {key: _shallow(item, depth - 1) for key, item in value.items()}
+    return [_shallow(item, depth - 1) for item in value]
 
 
 @register.filter

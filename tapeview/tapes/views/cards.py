@@ -53,9 +53,10 @@ class Cards:
         self.page = (tape.pk, tape.key, only or "", sorted(urls.items()))
         self.jump, self.segment_ends = jump, segment_ends
 
-    def key(self, item: Item) -> str:
+    def key(self, item: Item) -> str | None:
         """A digest of everything the card of `item` is drawn from (pickled: equal pickles are equal
-        inputs; inputs equal but pickled otherwise only miss)."""
+        inputs; inputs equal but pickled otherwise only miss); None for an entry nested too deeply
+        to pickle, whose card is drawn every time."""
         entry = item.entry
         found = self.keys.get(entry.pos)
         if found is not None:
@@ -72,9 +73,11 @@ class Cards:
             self.jump == entry.pos,
             self.segment_ends.get(entry.pos),
         )
-        found = self.keys[entry.pos] = hashlib.blake2b(
-            pickle.dumps(drawn_from, protocol=5), digest_size=20
-        ).hexdigest()
+        try:
+            drawn = pickle.dumps(drawn_from, protocol=5)
+        except RecursionError:
+            return None
+        found = self.keys[entry.pos] = hashlib.blake2b(drawn, digest_size=20).hexdigest()
         return found
 
     def get(self, key: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import replace
 
 from django.core.cache import cache
@@ -120,7 +121,8 @@ def _timeline(tape: Tape, where: dict, jump: int | None) -> tuple[timeline.Page,
         "error_steps": _error_steps(tape, page, jump),
         "error_after": _error_after(tape, page),
     }
-    cache.set(key, (replace(page, index=None), worked), KEPT_SECONDS)
+    with suppress(RecursionError):  # an entry nested too deeply to pickle: the page is not kept
+        cache.set(key, (replace(page, index=None), worked), KEPT_SECONDS)
     return page, worked
 
 
