@@ -1,6 +1,9 @@
 """Index a large generated Bub tape and print our rates next to the raw limit (plain orjson parsing).
 
-    python bench/index_rate.py [--entries N] [--keep]
+    python bench/index_rate.py [--entries N] [--keep] [--real]
+
+--real: the real sample tests/fixtures/bub/session_realistic.jsonl repeated to N entries, as
+bench/corpus.py makes its `real` tape (an anchor every 24 entries), instead of a generated session.
 
 Runs in a throwaway TAPEVIEW_HOME (SQLite) unless TAPEVIEW_DATABASE_URL names a PostgreSQL server:
 a database of its own there.
@@ -9,6 +12,7 @@ a database of its own there.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +20,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bench import corpus  # noqa: E402
 from bench.harness import raw_parse, start_django, timed, viewer_client  # noqa: E402
 
 
@@ -23,14 +28,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=200_000)
     parser.add_argument("--keep", action="store_true", help="keep the generated tape in bench/out/")
+    parser.add_argument("--real", action="store_true", help="the real sample repeated (bench/corpus.py)")
     args = parser.parse_args()
 
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    tapes = out / f"tapes-{args.entries}"
+    tapes = out / f"{'real' if args.real else 'tapes'}-{args.entries}"
     tapes.mkdir(exist_ok=True)
     tape = tapes / "0123456789abcdef__fedcba9876543210.jsonl"
-    if not tape.exists():
+    if args.real:
+        if not any(tapes.glob("*.jsonl")):
+            corpus.write_real(tapes, args.entries)
+        tape = next(tapes.glob("*.jsonl"))
+    elif not tape.exists():
         subprocess.run(
             [sys.executable, str(HERE / "make_tape.py"), str(tape), "--entries", str(args.entries)],
             check=True,
@@ -49,6 +59,7 @@ def main() -> None:
     with tape.open("ab") as f:
         f.write(tape.read_bytes().splitlines(keepends=True)[-1])
     append_s, _ = timed(lambda: index.refresh(t))
+    os.truncate(tape, size)  # a tape kept stays as it was made
 
     client = viewer_client()
     client.get(f"/tapes/{t.key}/")  # compile the templates once

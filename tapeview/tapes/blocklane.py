@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
+import orjson
+
 from tapeview.sources import bub
 from tapeview.sources.bub_lines import big_line
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, Entry
@@ -97,11 +99,19 @@ def index_lines(run: fastlane.Run, items: Blocks | Iterable[tuple]) -> None:
 
 
 def _python(run: fastlane.Run, lane: object, pos: int, offset: int, line: bytes | Entry) -> None:
-    """One line down the full path, once the compiled lane's counts are in: a line the lane leaves
-    is almost always one for the full path (an anchor, an error), and any line read there is read
-    exactly as the agent reads it."""
+    """One line the compiled lane leaves, once its counts are in: almost always an anchor (counted by
+    fastlane.anchor, as the full path would) or an error; any other line goes down the full path,
+    which reads it exactly as the agent reads it."""
     settle(run, lane)
-    run.full(pos, offset, line, NOT_PARSED)
+    if type(line) is not bytes:
+        run.full(pos, offset, line, NOT_PARSED)
+        return
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        obj = NOT_PARSED
+    if obj is NOT_PARSED or not fastlane.anchor(run, pos, offset, line, obj):
+        run.full(pos, offset, line, obj)
 
 
 def settle(run: fastlane.Run, lane: object) -> None:

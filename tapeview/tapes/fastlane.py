@@ -13,20 +13,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 import orjson
 
+from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
 from tapeview.sources.python_json import count as token_count
+from tapeview.sources.python_json import exact
 
-from .models import Tape
-from .packing import CONTEXT, HAS_ID, READABLE, Batch
-from .phase_tally import MODEL_EVENTS, PhaseTally
+from .bulk import AnchorRow
+from .models import Tape, state_preview
+from .packing import ANCHOR, CONTEXT, HAS_ID, READABLE, Batch, micros
+from .phase_tally import MODEL_EVENTS, PhaseTally, dated
 
 PLAIN_KINDS = frozenset({"message", "tool_call", "tool_result", "event", "system"})
 IN_CONTEXT, OUT_OF_CONTEXT = READABLE | CONTEXT | HAS_ID, READABLE | HAS_ID
 NOT_PARSED = object()  # handed to the full path for a line that is not JSON
+FIRST_ID, LAST_ID = -(2**63), 2**63 - 1  # an id past 64 bits is unreadable (sources.bub_lines)
 
 
 class Run(Protocol):
@@ -35,6 +39,7 @@ class Run(Protocol):
     tape: Tape
     tally: PhaseTally
     rows: Batch  # the batch being gathered
+    anchors: list[AnchorRow]  # the batch's new anchor rows
     size: int  # entries in a batch
 
     def full(self, pos: int, offset: int, line: object, parsed: object) -> None:
@@ -102,7 +107,8 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
             plain = when is not None and when.tzinfo is not None
         if not plain:
             plain_run.settle(tape, tally)
-            run.full(pos, offset, raw, obj)
+            if obj is NOT_PARSED or not anchor(run, pos, offset, raw, obj):
+                run.full(pos, offset, raw, obj)
             batch = run.rows
             continue
         meta = obj.get("meta")
@@ -130,6 +136,57 @@ def index_lines(run: Run, lines: Iterable[tuple[int, int, object]]) -> None:
             run.flush()
             batch = run.rows
     plain_run.settle(tape, tally)
+
+
+def anchor(run: Run, pos: int, offset: int, raw: bytes, obj: object) -> bool:
+    """A Bub anchor line (its bytes and orjson's reading of them) counted without an Entry, as the
+    full path counts it (sources.bub_lines.parsed_line, index._account, PhaseTally.add), once the
+    lines before it are counted; False, with nothing counted, for a line the full path must read
+    (another shape, a date bub_lines reads otherwise, a wide integer).
+
+    A tape may hold an anchor every few dozen lines (one every 24 in the real sample): the full
+    path's Entry and its generic accounting were a third of such a tape's cold index."""
+    if type(obj) is not dict or obj.get("kind") != "anchor" or exact(obj, raw) is not obj:
+        return False
+    eid, payload, date, meta = obj.get("id"), obj.get("payload"), obj.get("date"), obj.get("meta")
+    if type(eid) is not int or not FIRST_ID <= eid <= LAST_ID or type(payload) is not dict:
+        return False
+    name = payload.get("name")
+    if type(name) is not str or type(date) is not str:
+        return False
+    try:
+        when = datetime.fromisoformat(date)
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    tape, tally, length = run.tape, run.tally, len(raw) + 1
+    context = CONTEXT if type(meta) is not dict or meta.get("context") is not False else 0
+    run.rows.add(pos, offset, length, eid, "anchor", name, micros(when), READABLE | HAS_ID | ANCHOR | context)
+    phase = not name.startswith(NON_PHASE_PREFIXES)
+    row = AnchorRow(pos, name[:300], when, phase, state_preview(payload.get("state")))
+    run.anchors.append(row)
+    if phase:
+        tape.phase_anchor_pos = pos
+        tally.opened(row)
+    elif tally.current is None:
+        tally.current = AnchorRow(pos, phase_index=0)  # the span before any anchor
+    current = tally.current
+    current.end_pos = pos
+    tally.touched = True
+    if current is not row:  # a phase anchor's row marks its start; any other anchor is an entry of it
+        current.entries += 1
+    dated(current, when)
+    tally.cut(name)
+    tape.entries += 1
+    tape.last_id = eid
+    tape.first_at = when if tape.first_at is None or when < tape.first_at else tape.first_at
+    tape.last_at = when if tape.last_at is None or when > tape.last_at else tape.last_at
+    tally.anchored(pos, name)
+    tape.indexed_offset, tape.next_pos = offset + length, pos + 1
+    if len(run.rows) >= run.size:
+        run.flush()
+    return True
 
 
 class Counted:

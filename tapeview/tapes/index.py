@@ -285,8 +285,7 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
         tape.last_prompt_tokens, tape.last_cached_tokens = e.prompt_tokens, e.cached_tokens
     if e.is_anchor or e.anchor:
         # nanobot's anchors cut the context as Bub's do (formats/nanobot.md §2.5): counted alike.
-        tape.anchors += 1
-        tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = name[:300], e.pos, 0
+        tally.anchored(e.pos, name)
         if e.phase and not e.anchor:
             return
     else:

@@ -64,10 +64,7 @@ class PhaseTally:
         """Count one entry (or unreadable line); `anchor` is the row made for it, if it is an anchor."""
         tape = self.tape
         if anchor is not None and anchor.phase:
-            self._close()
-            tape.phase_count += 1
-            anchor.phase_index = tape.phase_count
-            self.current, self.stored = anchor, False
+            self.opened(anchor)
         elif self.current is None:
             self.current = AnchorRow(e.pos, phase_index=0)  # the span before any anchor
         phase = self.current
@@ -81,13 +78,8 @@ class PhaseTally:
         # nanobot's metadata record is stamped when the file is saved (`updated_at`), not when
         # anything in the phase it heads happened: it gives the phase no time (formats/nanobot.md §2.2).
         date = e.date if kind != "metadata" else None
-        if date is not None:  # Bub's dates are not monotonic in file order (formats/bub.md §0)
-            if phase.started_at is None:
-                phase.started_at = phase.ended_at = date
-            elif date > phase.ended_at:
-                phase.ended_at = date
-            elif date < phase.started_at:
-                phase.started_at = date
+        if date is not None:
+            dated(phase, date)
         phase.errors += e.is_error
         used = usage(e) if e.prompt_tokens is not None or e.tokens else None
         if used is not None:
@@ -113,8 +105,7 @@ class PhaseTally:
         """Prompt tokens reported since the last anchor of any name (each anchor cuts the context)."""
         tape = self.tape
         if anchor is not None:
-            tape.context_tokens = None
-            tape.overflowed = tape.overflowed or e.name == OVERFLOW_ANCHOR
+            self.cut(e.name)
         elif e.kind == "metadata":
             # nanobot's last turn's usage, written ahead of the messages: of the context since the
             # last anchor only if a turn follows that anchor (compaction saves before the next turn).
@@ -123,6 +114,24 @@ class PhaseTally:
             tape.context_tokens = e.prompt_tokens
         if e.is_error and not tape.overflowed:
             tape.overflowed = says_overflow(e.payload)
+
+    def opened(self, anchor: AnchorRow) -> None:
+        """A phase anchor: the phase before it ends, and its own begins."""
+        self._close()
+        self.tape.phase_count += 1
+        anchor.phase_index = self.tape.phase_count
+        self.current, self.stored = anchor, False
+
+    def cut(self, name: str) -> None:
+        """An anchor of any name: the model's context starts again after it."""
+        self.tape.context_tokens = None
+        self.tape.overflowed = self.tape.overflowed or name == OVERFLOW_ANCHOR
+
+    def anchored(self, pos: int, name: str) -> None:
+        """The tape's figures of its anchors of any name: how many, the last, the entries since."""
+        tape = self.tape
+        tape.anchors += 1
+        tape.last_anchor, tape.last_anchor_pos, tape.entries_since_anchor = name[:300], pos, 0
 
     def _close(self) -> None:
         phase = self.current
@@ -147,6 +156,17 @@ class PhaseTally:
         if phase is not None and any(a is phase for a in fresh):
             self.stored = True
         self.touched = False
+
+
+def dated(phase: AnchorRow, date: datetime) -> None:
+    """A phase's first and last dates with one more; Bub's dates are not monotonic in file order
+    (formats/bub.md §0)."""
+    if phase.started_at is None:
+        phase.started_at = phase.ended_at = date
+    elif date > phase.ended_at:
+        phase.ended_at = date
+    elif date < phase.started_at:
+        phase.started_at = date
 
 
 def _replies(e: Entry) -> bool:

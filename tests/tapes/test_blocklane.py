@@ -135,7 +135,12 @@ def fastlane_reads(raw: bytes, labels: bool) -> Taken | None:
     handed = []
     run = SimpleNamespace(tape=tape, tally=SimpleNamespace(current=phase), rows=packing.Batch(), size=99)
     run.full, run.flush, run.wants_label = lambda *line: handed.append(line), None, lambda: labels
-    fastlane.index_lines(run, [(1, 0, raw)])
+    # An anchor is no plain line (fastlane.anchor counts it beside the lane, which leaves it): handed.
+    lean, fastlane.anchor = fastlane.anchor, lambda *line: False
+    try:
+        fastlane.index_lines(run, [(1, 0, raw)])
+    finally:
+        fastlane.anchor = lean
     if handed:
         return None
     b = run.rows

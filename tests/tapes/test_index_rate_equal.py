@@ -93,6 +93,7 @@ def odd_lines(rng: random.Random, start: int) -> list[bytes]:
         line(start, "error", {"message": "context_length_exceeded"}, d),
         line(start, "anchor", {"name": "memory/x", "state": {}}, d),
         line(start, "anchor", {"name": "phase/odd", "state": {"a": 1}}, "2026-10-01T10:00:00-03:00"),
+        # Anchors: counted without an Entry (fastlane.anchor) only where the full path would agree.
         line(start, "anchor", {"name": "phase/naive"}, "2026-11-01T10:00:00"),
         line(start, "anchor", {"name": "phase/z", "state": "s"}, "2026-11-01T10:00:00Z"),
         line(start, "anchor", {"name": "phase/quiet", "state": {}}, d, meta={"context": False}),
@@ -133,6 +134,7 @@ def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every line down the full path: the agent's own reading rules (sources.bub_lines), an Entry each."""
     monkeypatch.setattr(blocklane, "native", None)
     monkeypatch.setattr(fastlane, "PLAIN_KINDS", frozenset())
+    monkeypatch.setattr(fastlane, "anchor", lambda *line: False)
 
 
 @pytest.mark.parametrize("block, batch", [(bub.BLOCK, index.BATCH), (4096, 700), (700, 97)])
