@@ -205,17 +205,19 @@ def update_phases(tape_id: int, rows: list[AnchorRow], fields: tuple[str, ...]) 
 
 def _anchor_row(tape_id: int, r: AnchorRow, when: Callable[[datetime], object]) -> tuple:
     """All of a new row's values, in ANCHOR_FIELDS order (_anchor_values, unrolled: thousands a tape)."""
+    date = None if r.date is None else when(r.date)
     return (
         tape_id,
         r.pos,
         db_text(r.name),
-        None if r.date is None else when(r.date),
+        date,
         r.phase,
         db_text(r.state),
         r.entries,
         r.phase_index,
         r.end_pos,
-        None if r.started_at is None else when(r.started_at),
+        # (a phase starts at its anchor's own date, most often: the same object)
+        date if r.started_at is r.date else None if r.started_at is None else when(r.started_at),
         None if r.ended_at is None else when(r.ended_at),
         r.prompt_tokens,
         r.completion_tokens,
