@@ -20,7 +20,7 @@ import orjson
 
 from tapeview.sources import Entry, reader
 from tapeview.sources.bub import lines as bub_lines
-from tapeview.sources.bub_lines import parse_line, parsed_line
+from tapeview.sources.bub_lines import FIRST_ID, LAST_ID, parse_line, parsed_line
 
 from .docs import date_text
 from .text import entry_text, payload_text
@@ -30,7 +30,6 @@ from .text import entry_text, payload_text
 Doc = tuple[int, int, int, str, str, str, str]
 
 PLAIN_KINDS = frozenset({"message", "tool_call", "tool_result", "event", "system", "anchor", "error"})
-FIRST_ID, LAST_ID = -(2**63), 2**63 - 1  # an id past 64 bits is unreadable (sources.bub_lines)
 _UTC_MICROS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}\+00:00")
 
 

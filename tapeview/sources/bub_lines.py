@@ -19,6 +19,7 @@ PREVIEW_BYTES = 600
 DISPLAY_PARSE_LIMIT = 2 * 1024 * 1024
 _HEAD = re.compile(rb'^\{"id": (-?\d{1,18}), "kind": "([A-Za-z_.\-]{1,40})"')
 NON_PHASE_PREFIXES = ("memory/", "spill/")
+FIRST_ID, LAST_ID = -(2**63), 2**63 - 1  # an id past 64 bits is unreadable
 GLUE_MARK = b'{"id": '
 
 
@@ -44,7 +45,7 @@ def parsed_line(obj: object, raw: bytes, pos: int, offset: int) -> Entry:
     eid, kind, payload = obj.get("id"), obj.get("kind"), obj.get("payload")
     if not isinstance(eid, int) or isinstance(eid, bool):
         return _unreadable(raw, pos, offset, "not an entry: id is not an integer")
-    if not -(2**63) <= eid < 2**63:
+    if not FIRST_ID <= eid <= LAST_ID:
         return _unreadable(raw, pos, offset, "not an entry: id is past 64 bits")
     if not isinstance(kind, str):
         return _unreadable(raw, pos, offset, "not an entry: kind is not a string")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -60,3 +61,38 @@ def count(value: object) -> int:
     """A token count an agent wrote: an int of a plausible size, else 0 (a hostile file's 2**70
     would overflow the index's sums)."""
     return value if type(value) is int and -(2**40) < value < 2**40 else 0
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON of what `loads` read, whatever its integers and its depth (orjson writes
+    neither an integer past 64 bits nor 255 levels; json.dumps stops at Python's recursion limit)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return "".join(_json_parts(value)).encode()
+
+
+class _Written(str):
+    """Punctuation already written as JSON (a str of its own type, told apart from a value's strings)."""
+
+
+def _json_parts(value: object) -> Iterator[str]:
+    """Compact JSON of a value of any depth, by a stack of its own (orjson reads 1,024 levels)."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Written:
+            yield item
+        elif isinstance(item, dict):
+            parts: list[object] = [_Written("{")]
+            for n, (key, child) in enumerate(item.items()):
+                named = json.dumps(str(key), ensure_ascii=False) + ":"
+                parts += [_Written("," + named if n else named), child]
+            stack += reversed([*parts, _Written("}")])
+        elif isinstance(item, list):
+            parts = [_Written("[")]
+            for n, child in enumerate(item):
+                parts += [_Written(","), child] if n else [child]
+            stack += reversed([*parts, _Written("]")])
+        else:
+            yield json.dumps(item, ensure_ascii=False)

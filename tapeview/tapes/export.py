@@ -13,10 +13,10 @@ from pathlib import Path
 
 from django.utils.text import slugify
 
-from tapeview.sources import reader
+from tapeview.sources import python_json, reader
 from tapeview.sources.raw_bytes import open_file, require
 
-from . import copy_reader, raw, timeline
+from . import copy_reader, timeline
 from .context import AnchorNotFound
 from .lookup import MAX_POS, find_row
 from .models import Anchor, Tape
@@ -142,7 +142,7 @@ def _records(tape: Tape, part: Segment) -> Iterator[bytes]:
     """A JSON document's entries (no lines of their own), one JSON line per entry's payload."""
     for e in _entries(tape, part):
         if e.readable:
-            yield raw.json_bytes(e.payload) + b"\n"
+            yield python_json.dumps(e.payload) + b"\n"
 
 
 def _markdown(tape: Tape, part: Segment) -> Iterator[bytes]:

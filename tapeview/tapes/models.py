@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
-import orjson
 from django.conf import settings
 from django.db import models
+
+from tapeview.sources import python_json
 
 
 def this_host() -> str:
@@ -240,13 +239,4 @@ STATE_PREVIEW = 300  # characters of an anchor's state kept in its row
 
 def state_preview(state: object) -> str:
     """An anchor's state as its row keeps it: the start of its JSON, "" for none."""
-    if not state:
-        return ""
-    try:
-        text = orjson.dumps(state).decode()
-    except TypeError:  # an integer past 64 bits (json.loads reads it whole) or past 255 levels
-        try:
-            text = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
-        except RecursionError:
-            text = "(nested too deeply to show here)"
-    return text[:STATE_PREVIEW]
+    return python_json.dumps(state).decode()[:STATE_PREVIEW] if state else ""

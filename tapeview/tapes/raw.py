@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from tapeview.sources import reader
+from tapeview.sources import python_json, reader
 
 from . import copy_reader
 from .models import Tape
@@ -44,25 +43,17 @@ def read(tape: Tape, row: Row) -> RawEntry:
             first = next(chunks, b"")
         return RawEntry(itertools.chain([first], chunks), row.length)
     # A record inside a document the agent rewrites wholesale is no line of its own: its payload is.
-    text = json_bytes(read_rows(tape, [row])[0].payload)
+    text = python_json.dumps(read_rows(tape, [row])[0].payload)
     return RawEntry(iter([text]), len(text))
 
 
-def json_bytes(payload: object) -> bytes:
-    """Compact UTF-8 JSON of a payload the agent wrote, whatever its integers and its depth."""
-    try:
-        return orjson.dumps(payload)
-    except TypeError:  # an integer past 64 bits, or nesting past orjson's 255 levels
-        return "".join(_json_parts(payload)).encode()
-
-
 def json_answer(value: object) -> tuple[bytes, bool]:
-    """json_bytes of `value`, and whether an answer of ours can hold it as it is: what orjson writes,
+    """python_json.dumps of `value`, and whether an answer of ours can hold it as it is: what orjson writes,
     or what it refuses for an integer past 64 bits only (nested DEPTH levels at most)."""
     try:
         return orjson.dumps(value), True
     except TypeError:
-        return json_bytes(value), not nested_past(value, DEPTH)
+        return python_json.dumps(value), not nested_past(value, DEPTH)
 
 
 def nested_past(value: object, levels: int) -> bool:
@@ -75,30 +66,3 @@ def nested_past(value: object, levels: int) -> bool:
                 return True
             stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return False
-
-
-class _Written(str):
-    """Punctuation already written as JSON (a str of its own type, told apart from a value's strings)."""
-
-
-def _json_parts(value: object) -> Iterator[str]:
-    """Compact JSON of a value of any depth, by a stack of its own: json.dumps recurses, and a hostile
-    file can nest deeper than Python's recursion limit (orjson reads 1,024 levels)."""
-    stack: list[object] = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is _Written:
-            yield item
-        elif isinstance(item, dict):
-            parts: list[object] = [_Written("{")]
-            for n, (key, child) in enumerate(item.items()):
-                named = json.dumps(str(key), ensure_ascii=False) + ":"
-                parts += [_Written("," + named if n else named), child]
-            stack += reversed([*parts, _Written("}")])
-        elif isinstance(item, list):
-            parts = [_Written("[")]
-            for n, child in enumerate(item):
-                parts += [_Written(","), child] if n else [child]
-            stack += reversed([*parts, _Written("]")])
-        else:
-            yield json.dumps(item, ensure_ascii=False)

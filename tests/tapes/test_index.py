@@ -240,6 +240,6 @@ def test_an_anchor_whose_state_orjson_cannot_write_is_indexed_with_its_state(
     kept = dict(Anchor.objects.filter(tape=t).values_list("name", "state"))
     assert kept["phase/wide"] == '{"n":1180591620717411303424}'
     assert kept["phase/deep"].startswith('{"a":{"a":') and len(kept["phase/deep"]) == 300
-    assert kept["phase/deeper"] == "(nested too deeply to show here)"
+    assert kept["phase/deeper"] == kept["phase/deep"]  # the start of its JSON, however deep
     page = viewer_client.get(f"/tapes/{t.key}/")
     assert page.status_code == 200 and "phase/deeper" in page.content.decode()
