@@ -1,6 +1,12 @@
-"""The indexer's fast lane in C (tapeview/tapes/_lane.c, see tapes/blocklane.py), which
-`pip install -e .` builds in place; everything else about the package is in pyproject.toml."""
+"""The indexer's fast lane in C (tapeview/tapes/_lane.c, see tapes/blocklane.py) and the search pass's
+text walk (tapeview/search/_text.c, see search/text.py), which `pip install -e .` builds in place;
+everything else about the package is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("tapeview.tapes._lane", ["tapeview/tapes/_lane.c"], extra_compile_args=["-O2"])])
+setup(
+    ext_modules=[
+        Extension("tapeview.tapes._lane", ["tapeview/tapes/_lane.c"], extra_compile_args=["-O2"]),
+        Extension("tapeview.search._text", ["tapeview/search/_text.c"], extra_compile_args=["-O2"]),
+    ]
+)

@@ -160,7 +160,17 @@ def entry_text(entry: Any) -> str:
 
 
 def payload_text(head: str, payload: Any) -> str:
-    """The searchable text of a readable entry whose kind and name are `head`."""
+    """The searchable text of a readable entry whose kind and name are `head`: its strings, depth first
+    (the compiled walk where it is built and the payload is plain JSON, else `python_payload_text`)."""
+    if native is not None:
+        text = native.payload_text(head, payload)
+        if text is not None:
+            return text
+    return python_payload_text(head, payload)
+
+
+def python_payload_text(head: str, payload: Any) -> str:
+    """payload_text in Python: the reference the compiled walk (search/_text.c) is held to."""
     out: list[str] = [head]
     _collect(payload, out, LIMIT - len(head), 0)
     return "\n".join(out)[:LIMIT]
@@ -205,6 +215,14 @@ def _add(text: str, out: list[str], budget: int) -> int:
 def _is_blob(value: str) -> bool:
     """A data: URL or a long run without spaces (base64, a hash): nothing anyone searches for."""
     return value.startswith("data:") or (len(value) > 1000 and _SPACE.search(value, 0, 1000) is None)
+
+
+try:
+    from . import _text as native
+except ImportError:  # pragma: no cover - `make setup` builds it
+    native = None
+else:
+    native.configure(LIMIT, MAX_DEPTH, SKIP_KEYS)
 
 
 @dataclass(frozen=True)

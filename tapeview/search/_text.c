@@ -1,0 +1,161 @@
+/* The searchable text of a parsed payload (search/text.py `payload_text`) in compiled code.
+ *
+ * The search pass makes the text of every entry of every tape: its strings, depth first, within a
+ * budget of characters. This walks the dicts, lists and strings orjson made, as text.py's `_collect`
+ * walks them, and returns the same string; text.py's own walk is the reference and stays the one
+ * for anything that is not exactly a dict, a list or a str (a subclass: None is returned), and where
+ * this module is not built. tests/search/test_text_native.py holds the two to the same output.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static Py_ssize_t LIMIT = 16000;   /* text.LIMIT, set by configure() */
+static int MAX_DEPTH = 24;         /* text.MAX_DEPTH */
+static PyObject *SKIP_KEYS = NULL; /* text.SKIP_KEYS, a frozenset */
+static PyObject *NEWLINE = NULL;
+
+enum { DONE = 0, FAILED = -1, DECLINED = 1 };
+
+/* text._is_blob: a data: URL, or over 1,000 characters with no whitespace among the first 1,000. */
+static int is_blob(PyObject *s) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    static const char prefix[] = "data:";
+    if (n >= 5) {
+        Py_ssize_t i = 0;
+        while (i < 5 && PyUnicode_READ(kind, data, i) == (Py_UCS4)prefix[i]) i++;
+        if (i == 5) return 1;
+    }
+    if (n <= 1000) return 0;
+    for (Py_ssize_t i = 0; i < 1000; i++) {
+        if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) return 0;
+    }
+    return 1;
+}
+
+/* A string child of a dict or a list: kept (cut to the budget) unless empty or a blob. */
+static int add_child(PyObject *s, PyObject *out, Py_ssize_t *budget) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (n == 0 || is_blob(s)) return DONE;
+    PyObject *kept;
+    if (n > *budget) {
+        kept = PyUnicode_Substring(s, 0, *budget);
+        if (kept == NULL) return FAILED;
+        n = *budget;
+    } else {
+        kept = Py_NewRef(s);
+    }
+    int failed = PyList_Append(out, kept);
+    Py_DECREF(kept);
+    if (failed) return FAILED;
+    *budget -= n + 1;
+    return DONE;
+}
+
+static int collect(PyObject *value, PyObject *out, Py_ssize_t *budget, int depth);
+
+static int child(PyObject *item, PyObject *out, Py_ssize_t *budget, int depth) {
+    if (PyUnicode_CheckExact(item)) return add_child(item, out, budget);
+    if (depth < MAX_DEPTH && (PyDict_Check(item) || PyList_Check(item))) return collect(item, out, budget, depth + 1);
+    return DONE; /* numbers, booleans, None; a str subclass, as `type(child) is str` leaves it */
+}
+
+/* text._collect of a dict or a list. */
+static int collect(PyObject *value, PyObject *out, Py_ssize_t *budget, int depth) {
+    if (PyDict_CheckExact(value)) {
+        Py_ssize_t at = 0;
+        PyObject *key, *item;
+        while (PyDict_Next(value, &at, &key, &item)) {
+            if (!PyUnicode_CheckExact(key)) return DECLINED;
+            int skipped = PySet_Contains(SKIP_KEYS, key);
+            if (skipped < 0) return FAILED;
+            if (skipped) continue;
+            if (*budget <= 0) break;
+            int done = child(item, out, budget, depth);
+            if (done != DONE) return done;
+        }
+        return DONE;
+    }
+    if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            if (*budget <= 0) break;
+            int done = child(PyList_GET_ITEM(value, i), out, budget, depth);
+            if (done != DONE) return done;
+        }
+        return DONE;
+    }
+    return DECLINED; /* a subclass of dict or list: its own items() or iteration may differ */
+}
+
+/* payload_text(head, payload) -> the text, or None where text.py's walk must make it. */
+static PyObject *payload_text(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "payload_text(head, payload)");
+        return NULL;
+    }
+    PyObject *head = args[0], *payload = args[1];
+    if (SKIP_KEYS == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+        return NULL;
+    }
+    if (!PyUnicode_CheckExact(head)) Py_RETURN_NONE;
+    PyObject *out = PyList_New(1);
+    if (out == NULL) return NULL;
+    PyList_SET_ITEM(out, 0, Py_NewRef(head));
+    Py_ssize_t budget = LIMIT - PyUnicode_GET_LENGTH(head);
+    int done = DONE;
+    if (PyDict_Check(payload) || PyList_Check(payload)) {
+        done = collect(payload, out, &budget, 0);
+    } else if (PyUnicode_Check(payload)) {
+        /* text._add. A budget at or below zero means the head fills LIMIT already: what Python's slice
+         * [:budget] keeps of the string then is cut off with the rest below. */
+        Py_ssize_t n = PyUnicode_GET_LENGTH(payload);
+        if (!PyUnicode_CheckExact(payload)) {
+            done = DECLINED;
+        } else if (n && !is_blob(payload)) {
+            Py_ssize_t end = budget < n ? (budget > 0 ? budget : 0) : n;
+            PyObject *kept = PyUnicode_Substring(payload, 0, end);
+            if (kept == NULL || PyList_Append(out, kept)) done = FAILED;
+            Py_XDECREF(kept);
+        }
+    }
+    if (done != DONE) {
+        Py_DECREF(out);
+        if (done == FAILED) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *text = PyUnicode_Join(NEWLINE, out);
+    Py_DECREF(out);
+    if (text == NULL || PyUnicode_GET_LENGTH(text) <= LIMIT) return text;
+    PyObject *cut = PyUnicode_Substring(text, 0, LIMIT);
+    Py_DECREF(text);
+    return cut;
+}
+
+/* configure(limit, max_depth, skip_keys): text.py's constants, given once. */
+static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_ssize_t limit;
+    int max_depth;
+    PyObject *skip;
+    if (!PyArg_ParseTuple(args, "niO!", &limit, &max_depth, &PyFrozenSet_Type, &skip)) return NULL;
+    LIMIT = limit;
+    MAX_DEPTH = max_depth;
+    Py_XSETREF(SKIP_KEYS, Py_NewRef(skip));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"payload_text", (PyCFunction)(void (*)(void))payload_text, METH_FASTCALL,
+     "payload_text(head, payload) -> text.payload_text's string, or None where text.py must walk it"},
+    {"configure", configure, METH_VARARGS, "configure(limit, max_depth, skip_keys)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_text", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__text(void) {
+    NEWLINE = PyUnicode_FromString("\n");
+    if (NEWLINE == NULL) return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,127 @@
+"""The compiled text walk (search/_text.c) makes, character for character, the text search/text.py's
+walk makes: of every entry of every real sample, of generated JSON under small and real budgets, and
+of what only a Python caller can give it (subclasses, keys that are not strings)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tapeview.search import text
+from tapeview.sources import reader
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FAMILIES = ("bub", "nanobot", "yachiyo", "araliya")
+SAMPLES = sorted((family, p) for family in FAMILIES for p in (FIXTURES / family).rglob("*") if p.is_file())
+
+pytestmark = pytest.mark.skipif(text.native is None, reason="the compiled walk is not built (make setup)")
+
+
+@contextlib.contextmanager
+def limits(limit: int, depth: int) -> Iterator[None]:
+    """Both walks under another budget and depth, restored after."""
+    saved = text.LIMIT, text.MAX_DEPTH
+    text.LIMIT, text.MAX_DEPTH = limit, depth
+    text.native.configure(limit, depth, text.SKIP_KEYS)
+    try:
+        yield
+    finally:
+        text.LIMIT, text.MAX_DEPTH = saved
+        text.native.configure(*saved, text.SKIP_KEYS)
+
+
+def test_the_walks_agree_on_every_entry_of_the_real_samples() -> None:
+    compared = 0
+    for family, path in SAMPLES:
+        try:
+            entries = list(reader(family).scan(path, 0, 1))
+        except Exception:  # not one of this family's tapes (a memory file, a sessions index)
+            continue
+        for e in entries:
+            if not e.readable:
+                continue
+            head = f"{e.kind} {e.name}".strip()
+            native = text.native.payload_text(head, e.payload)
+            assert native == text.python_payload_text(head, e.payload), (path.name, e.pos)
+            compared += 1
+    assert compared > 1000
+
+
+SPACES = st.sampled_from([" ", "\n", "\t", "\x0b", "\x1c", "\x85", "\u2003", "\u3000", "x", "_"])
+STRINGS = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["", "data:", "data:image/png;base64,AAAA", "Data:x", "dat", "日本語のテキスト"]),
+    # Long runs with (or without) a space somewhere: the blob test looks at the first 1,000 only.
+    st.builds(lambda a, s, b: "a" * a + s + "b" * b, st.integers(990, 1010), SPACES, st.integers(0, 30)),
+)
+HEADS = st.one_of(st.sampled_from(["", "k", "event loop.step"]), st.text(max_size=30))
+KEYS = st.one_of(st.sampled_from(sorted(text.SKIP_KEYS)), st.text(max_size=8))
+SCALARS = st.one_of(STRINGS, st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(KEYS, inner, max_size=6)),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(head=HEADS, payload=JSON, limit=st.integers(1, 120), depth=st.integers(0, 4))
+def test_the_walks_agree_on_generated_json_under_small_budgets(head, payload, limit, depth) -> None:
+    with limits(limit, depth):
+        assert text.native.payload_text(head, payload) == text.python_payload_text(head, payload)
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=HEADS, payload=JSON)
+def test_the_walks_agree_on_generated_json_under_the_real_budget(head, payload) -> None:
+    assert text.native.payload_text(head, payload) == text.python_payload_text(head, payload)
+
+
+def test_a_head_as_long_as_the_budget_leaves_no_room_for_a_string_payload() -> None:
+    with limits(10, 24):
+        assert text.native.payload_text("k" * 10, "abc") == "k" * 10
+        assert text.native.payload_text("k" * 9, "abc") == "k" * 9 + "\n"
+        for payload, head in itertools.product(
+            ("abcdefghij", "abc", "data:x", ""), ("k" * 9, "k" * 10, "k" * 13)
+        ):
+            assert text.native.payload_text(head, payload) == text.python_payload_text(head, payload)
+            assert text.payload_text(head, payload) == text.python_payload_text(head, payload)
+
+
+class Mapping(dict):
+    def values(self):  # what Python's walk takes of a dict
+        return ["only this"]
+
+
+class Items(list):
+    pass
+
+
+class Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        Mapping(a="not this"),
+        {"a": [Items(["x"])]},
+        {1: "a key that is not a string"},
+        {"a": Text("a str subclass in a dict")},
+        Text("a str subclass alone"),
+    ],
+    ids=["dict subclass", "list subclass", "int key", "str subclass child", "str subclass"],
+)
+def test_what_is_not_plain_json_is_left_to_python_and_comes_out_the_same(payload) -> None:
+    native = text.native.payload_text("event x", payload)
+    python = text.python_payload_text("event x", payload)
+    assert native is None or native == python
+    assert text.payload_text("event x", payload) == python
+    if isinstance(payload, Mapping):
+        assert python == "event x\nonly this"
