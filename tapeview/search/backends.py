@@ -38,9 +38,9 @@ class SQLite:
     """An FTS5 table of the text and the tags (rowid: the doc's id) and a plain table `search_meta` of
     the other columns: a filter on them reads a small row, never the doc's text."""
 
-    def row(self, doc_id: int, text: str, tags: list[str], *fields: object) -> tuple:
+    def row(self, doc_id: int, text: str, tags: str, *fields: object) -> tuple:
         """The values to insert: `fields` in the order of COLUMNS."""
-        return (doc_id, fts_body(text), " ".join(tags), *fields)
+        return (doc_id, fts_body(text), tags, *fields)
 
     def insert(self, rows: list[tuple]) -> None:
         if not rows:
@@ -142,10 +142,10 @@ class SQLite:
 class PostgreSQL:
     """A table with a tsvector of the doc's words and tags (GIN-indexed) beside the text of headlines."""
 
-    def row(self, doc_id: int, text: str, tags: list[str], *fields: object) -> tuple:
+    def row(self, doc_id: int, text: str, tags: str, *fields: object) -> tuple:
         """The values to insert: `fields` in the order of COLUMNS."""
         doc, tape_id, pos, store_id, item, source, kind, name, date = fields
-        return doc_id, text, (" ".join(tags), doc, tape_id, store_id, item, source, kind, name), pos, date
+        return doc_id, text, (tags, doc, tape_id, store_id, item, source, kind, name), pos, date
 
     def insert(self, rows: list[tuple]) -> None:
         self.write(self.prepare(rows))

@@ -92,12 +92,13 @@ def tag(field: str, value: str) -> str:
     return f"zz{field}" + hashlib.blake2b(value.encode(), digest_size=6).hexdigest()
 
 
-def tags(source: str, kind: str, name: str) -> list[str]:
-    """The tags of a doc: its source, its kind, and a message's role."""
+@functools.lru_cache(maxsize=4096)  # met once per entry: a tape's kinds, roles and event names are few
+def tags(source: str, kind: str, name: str) -> str:
+    """The tags of a doc, space-separated: its source, its kind, and a message's role."""
     found = [tag("s", source), tag("k", kind)]
     if kind == "message":
         found.append(tag("r", name))
-    return found
+    return " ".join(found)
 
 
 class Where:
