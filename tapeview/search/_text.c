@@ -4,7 +4,8 @@
  * budget of characters. This walks the dicts, lists and strings orjson made, as text.py's `_collect`
  * walks them, and returns the same string; text.py's own walk is the reference and stays the one
  * for anything that is not exactly a dict, a list or a str (a subclass: None is returned), and where
- * this module is not built. tests/search/test_text_native.py holds the two to the same output.
+ * this module is not built. The same for what FTS5 is given of that text (text.py `fts_body`).
+ * tests/search/test_text_native.py holds the two to the same output.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -133,12 +134,82 @@ static PyObject *payload_text(PyObject *Py_UNUSED(module), PyObject *const *args
     return cut;
 }
 
-/* configure(limit, max_depth, skip_keys): text.py's constants, given once. */
+/* text.CJK's ranges, [first, last] pairs, set by configure(). */
+#define MAX_RANGES 64
+static Py_UCS4 CJK[MAX_RANGES][2];
+static Py_ssize_t N_CJK = 0;
+
+static int is_cjk(Py_UCS4 c) {
+    for (Py_ssize_t i = 0; i < N_CJK; i++) {
+        if (c >= CJK[i][0] && c <= CJK[i][1]) return 1;
+    }
+    return 0;
+}
+
+/* fts_body(text) -> text.fts_body's string: U+0000 to U+0003 made spaces (text.clean), then every CJK
+ * character set apart by MARK (text.spaced_cjk). The text itself where neither changes it. */
+static PyObject *fts_body(PyObject *Py_UNUSED(module), PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "fts_body(str)");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), extra = 0;
+    int kind = PyUnicode_KIND(text), changed = 0;
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 most = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c <= 3) {
+            changed = 1;
+            c = ' ';
+        } else if (c >= 0x1100 && is_cjk(c)) {
+            extra += 2;
+        }
+        if (c > most) most = c;
+    }
+    if (!changed && !extra) return Py_NewRef(text);
+    PyObject *out = PyUnicode_New(n + extra, most);
+    if (out == NULL) return NULL;
+    int out_kind = PyUnicode_KIND(out);
+    void *out_data = PyUnicode_DATA(out);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c <= 3) {
+            PyUnicode_WRITE(out_kind, out_data, at++, ' ');
+        } else if (c >= 0x1100 && is_cjk(c)) {
+            PyUnicode_WRITE(out_kind, out_data, at++, 1);
+            PyUnicode_WRITE(out_kind, out_data, at++, c);
+            PyUnicode_WRITE(out_kind, out_data, at++, 1);
+        } else {
+            PyUnicode_WRITE(out_kind, out_data, at++, c);
+        }
+    }
+    return out;
+}
+
+/* configure(limit, max_depth, skip_keys, cjk): text.py's constants, given once; `cjk` is text.CJK's
+ * ranges as a flat tuple of first and last code points. */
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_ssize_t limit;
     int max_depth;
-    PyObject *skip;
-    if (!PyArg_ParseTuple(args, "niO!", &limit, &max_depth, &PyFrozenSet_Type, &skip)) return NULL;
+    PyObject *skip, *cjk;
+    if (!PyArg_ParseTuple(args, "niO!O!", &limit, &max_depth, &PyFrozenSet_Type, &skip, &PyTuple_Type, &cjk)) {
+        return NULL;
+    }
+    Py_ssize_t pairs = PyTuple_GET_SIZE(cjk) / 2;
+    if (PyTuple_GET_SIZE(cjk) % 2 || pairs > MAX_RANGES) {
+        PyErr_SetString(PyExc_ValueError, "cjk: at most 64 (first, last) pairs, flat");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < pairs; i++) {
+        for (int j = 0; j < 2; j++) {
+            unsigned long c = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(cjk, 2 * i + j));
+            if (c == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+            CJK[i][j] = (Py_UCS4)c;
+        }
+    }
+    N_CJK = pairs;
     LIMIT = limit;
     MAX_DEPTH = max_depth;
     Py_XSETREF(SKIP_KEYS, Py_NewRef(skip));
@@ -148,7 +219,8 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args) {
 static PyMethodDef methods[] = {
     {"payload_text", (PyCFunction)(void (*)(void))payload_text, METH_FASTCALL,
      "payload_text(head, payload) -> text.payload_text's string, or None where text.py must walk it"},
-    {"configure", configure, METH_VARARGS, "configure(limit, max_depth, skip_keys)"},
+    {"fts_body", fts_body, METH_O, "fts_body(text) -> text.fts_body's string"},
+    {"configure", configure, METH_VARARGS, "configure(limit, max_depth, skip_keys, cjk)"},
     {NULL, NULL, 0, NULL},
 };
 

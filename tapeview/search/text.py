@@ -70,6 +70,11 @@ def clean(text: str) -> str:
 
 def fts_body(text: str) -> str:
     """What FTS5 stores: CJK characters set apart by a marker that snippets drop again."""
+    return native.fts_body(text) if native is not None else python_fts_body(text)
+
+
+def python_fts_body(text: str) -> str:
+    """fts_body in Python: the reference the compiled one (search/_text.c) is held to."""
     return spaced_cjk(clean(text), MARK)
 
 
@@ -217,12 +222,25 @@ def _is_blob(value: str) -> bool:
     return value.startswith("data:") or (len(value) > 1000 and _SPACE.search(value, 0, 1000) is None)
 
 
+def cjk_ranges(chars: str = CJK) -> tuple[int, ...]:
+    """The code points of CJK's character class as first, last, first, last...: for the compiled walk."""
+    found, at = [], 0
+    while at < len(chars):
+        if at + 2 < len(chars) and chars[at + 1] == "-":
+            found += [ord(chars[at]), ord(chars[at + 2])]
+            at += 3
+        else:
+            found += [ord(chars[at])] * 2
+            at += 1
+    return tuple(found)
+
+
 try:
     from . import _text as native
 except ImportError:  # pragma: no cover - `make setup` builds it
     native = None
 else:
-    native.configure(LIMIT, MAX_DEPTH, SKIP_KEYS)
+    native.configure(LIMIT, MAX_DEPTH, SKIP_KEYS, cjk_ranges())
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The compiled text walk (search/_text.c) makes, character for character, the text search/text.py's
 walk makes: of every entry of every real sample, of generated JSON under small and real budgets, and
-of what only a Python caller can give it (subclasses, keys that are not strings)."""
+of what only a Python caller can give it (subclasses, keys that are not strings). And what FTS5 is
+given of a text (`fts_body`), compiled and in Python, is the same."""
 
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ def limits(limit: int, depth: int) -> Iterator[None]:
     """Both walks under another budget and depth, restored after."""
     saved = text.LIMIT, text.MAX_DEPTH
     text.LIMIT, text.MAX_DEPTH = limit, depth
-    text.native.configure(limit, depth, text.SKIP_KEYS)
+    text.native.configure(limit, depth, text.SKIP_KEYS, text.cjk_ranges())
     try:
         yield
     finally:
         text.LIMIT, text.MAX_DEPTH = saved
-        text.native.configure(*saved, text.SKIP_KEYS)
+        text.native.configure(*saved, text.SKIP_KEYS, text.cjk_ranges())
 
 
 def test_the_walks_agree_on_every_entry_of_the_real_samples() -> None:
@@ -125,3 +126,24 @@ def test_what_is_not_plain_json_is_left_to_python_and_comes_out_the_same(payload
     assert text.payload_text("event x", payload) == python
     if isinstance(payload, Mapping):
         assert python == "event x\nonly this"
+
+
+# Every CJK range's edges and their neighbours, the markers, and what lies between.
+EDGES = sorted({c + d for c in text.cjk_ranges() for d in (-1, 0, 1)})
+CHARACTERS = st.one_of(
+    st.sampled_from([chr(c) for c in EDGES] + ["\x00", "\x01", "\x02", "\x03", "\x04", " ", "é", "😀"]),
+    st.characters(),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(CHARACTERS, max_size=30).map("".join))
+def test_what_fts5_is_given_of_a_text_is_the_same_compiled_and_in_python(value: str) -> None:
+    assert text.native.fts_body(value) == text.python_fts_body(value)
+
+
+def test_what_fts5_is_given_of_the_real_samples_is_the_same_compiled_and_in_python() -> None:
+    for _, path in SAMPLES:
+        value = path.read_bytes().decode("utf-8", "replace")
+        assert text.native.fts_body(value) == text.python_fts_body(value), path.name
+    assert text.native.fts_body("日本 \x01x") == "\x01日\x01\x01本\x01  x"
