@@ -9,6 +9,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 static Py_ssize_t LIMIT = 16000;   /* text.LIMIT, set by configure() */
 static int MAX_DEPTH = 24;         /* text.MAX_DEPTH */
@@ -188,6 +189,102 @@ static PyObject *fts_body(PyObject *Py_UNUSED(module), PyObject *text) {
     return out;
 }
 
+/* ---- a plain Bub line's doc (search/lane.py `bub_docs`) ---------------------------------------- */
+
+static PyObject *KEY_ID, *KEY_KIND, *KEY_PAYLOAD, *KEY_DATE, *KEY_ROLE, *KEY_NAME, *EMPTY;
+static PyObject *PLAIN[7]; /* lane.PLAIN_KINDS: message, tool_call, tool_result, event, system, anchor, error */
+static const char *const PLAIN_NAMES[7] = {"message", "tool_call", "tool_result", "event", "system", "anchor", "error"};
+
+static int digits(const char *s, int n) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* The first 26 characters of a date Bub writes (UTC, microseconds, not all zero), which is then its own
+ * date text (docs.date_text of what fromisoformat reads); NULL for any other date, which Python reads. */
+static PyObject *bub_day(PyObject *date) {
+    static const char form[] = "dddd-dd-ddTdd:dd:dd.dddddd+00:00";
+    if (!PyUnicode_IS_ASCII(date) || PyUnicode_GET_LENGTH(date) != 32) return NULL;
+    const char *s = (const char *)PyUnicode_DATA(date);
+    for (int i = 0; i < 32; i++) {
+        if (form[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != form[i]) return NULL;
+    }
+    if (memcmp(s + 20, "000000", 6) == 0) return NULL; /* isoformat() would leave them out */
+    int year = digits(s, 4), month = digits(s + 5, 2), day = digits(s + 8, 2);
+    int hour = digits(s + 11, 2), minute = digits(s + 14, 2), second = digits(s + 17, 2);
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return NULL;
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (day > days[month - 1] + (month == 2 && leap)) return NULL;
+    return PyUnicode_Substring(date, 0, 26);
+}
+
+/* plain_doc(obj, pos, offset, length) -> lane.Doc of a plain Bub line's parsed JSON, or None where
+ * lane.bub_docs' own code reads the line: an id past 64 bits, a kind the agent does not write, a
+ * payload or a date of another type, a date in another form, a payload the walk leaves to Python. */
+static PyObject *plain_doc(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "plain_doc(obj, pos, offset, length)");
+        return NULL;
+    }
+    PyObject *obj = args[0];
+    if (!PyDict_CheckExact(obj)) Py_RETURN_NONE;
+    PyObject *eid = PyDict_GetItemWithError(obj, KEY_ID);
+    PyObject *kind = eid ? PyDict_GetItemWithError(obj, KEY_KIND) : NULL;
+    PyObject *payload = kind ? PyDict_GetItemWithError(obj, KEY_PAYLOAD) : NULL;
+    PyObject *date = payload ? PyDict_GetItemWithError(obj, KEY_DATE) : NULL;
+    if (PyErr_Occurred()) return NULL;
+    if (date == NULL || !PyLong_CheckExact(eid) || !PyUnicode_CheckExact(kind) || !PyDict_CheckExact(payload)
+        || !PyUnicode_CheckExact(date)) {
+        Py_RETURN_NONE;
+    }
+    int overflow;
+    PyLong_AsLongLongAndOverflow(eid, &overflow);
+    if (overflow) Py_RETURN_NONE;
+    if (PyErr_Occurred()) return NULL;
+    int k = 0;
+    while (k < 7 && PyUnicode_Compare(kind, PLAIN[k]) != 0) k++;
+    if (PyErr_Occurred()) return NULL;
+    if (k == 7) Py_RETURN_NONE;
+    PyObject *name = EMPTY;
+    if (k == 0 || k == 3 || k == 5) { /* a message's role, an event's or an anchor's name */
+        PyObject *found = PyDict_GetItemWithError(payload, k == 0 ? KEY_ROLE : KEY_NAME);
+        if (found == NULL && PyErr_Occurred()) return NULL;
+        if (found != NULL && PyUnicode_CheckExact(found)) name = found;
+    }
+    PyObject *day = bub_day(date);
+    if (day == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *head;
+    if (PyUnicode_GET_LENGTH(name) == 0) {
+        head = Py_NewRef(PLAIN[k]);
+    } else {
+        PyObject *spaced = PyUnicode_FromFormat("%U %U", PLAIN[k], name);
+        head = spaced ? PyObject_CallMethod(spaced, "strip", NULL) : NULL;
+        Py_XDECREF(spaced);
+    }
+    PyObject *text = NULL, *doc = NULL;
+    if (head != NULL) {
+        PyObject *call[2] = {head, payload};
+        text = payload_text(NULL, call, 2);
+    }
+    if (text != NULL && text != Py_None) {
+        doc = PyTuple_Pack(7, args[1], args[2], args[3], PLAIN[k], name, text, day);
+    } else if (text == Py_None) {
+        doc = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(head);
+    Py_XDECREF(text);
+    Py_DECREF(day);
+    return doc;
+}
+
 /* configure(limit, max_depth, skip_keys, cjk): text.py's constants, given once; `cjk` is text.CJK's
  * ranges as a flat tuple of first and last code points. */
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args) {
@@ -220,6 +317,8 @@ static PyMethodDef methods[] = {
     {"payload_text", (PyCFunction)(void (*)(void))payload_text, METH_FASTCALL,
      "payload_text(head, payload) -> text.payload_text's string, or None where text.py must walk it"},
     {"fts_body", fts_body, METH_O, "fts_body(text) -> text.fts_body's string"},
+    {"plain_doc", (PyCFunction)(void (*)(void))plain_doc, METH_FASTCALL,
+     "plain_doc(obj, pos, offset, length) -> a plain Bub line's doc, or None where Python reads the line"},
     {"configure", configure, METH_VARARGS, "configure(limit, max_depth, skip_keys, cjk)"},
     {NULL, NULL, 0, NULL},
 };
@@ -228,6 +327,17 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_text", NULL, -1, me
 
 PyMODINIT_FUNC PyInit__text(void) {
     NEWLINE = PyUnicode_FromString("\n");
-    if (NEWLINE == NULL) return NULL;
+    KEY_ID = PyUnicode_InternFromString("id");
+    KEY_KIND = PyUnicode_InternFromString("kind");
+    KEY_PAYLOAD = PyUnicode_InternFromString("payload");
+    KEY_DATE = PyUnicode_InternFromString("date");
+    KEY_ROLE = PyUnicode_InternFromString("role");
+    KEY_NAME = PyUnicode_InternFromString("name");
+    EMPTY = PyUnicode_FromString("");
+    if (!NEWLINE || !KEY_ID || !KEY_KIND || !KEY_PAYLOAD || !KEY_DATE || !KEY_ROLE || !KEY_NAME || !EMPTY) return NULL;
+    for (int k = 0; k < 7; k++) {
+        PLAIN[k] = PyUnicode_InternFromString(PLAIN_NAMES[k]);
+        if (PLAIN[k] == NULL) return NULL;
+    }
     return PyModule_Create(&module);
 }

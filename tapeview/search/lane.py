@@ -6,7 +6,8 @@ kind, name and date text exactly as `text.entry_text` and `docs.date_text` make 
 that sources.bub_lines would read. Every other line (not JSON, an id past 64 bits, an odd kind, a
 timestamp instead of a date, a line too long to parse) goes, with its parsed JSON, to that reader,
 as does every line of the other agents' tapes. The same idea as the indexer's bulk path
-(tapes.fastlane).
+(tapes.fastlane). Most plain lines are read in C (search/_text.c `plain_doc`), where it is sure to make
+the same doc as the code here; the rest, and every line where it is not built, by the code here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tapeview.sources.bub import lines as bub_lines
 from tapeview.sources.bub_lines import FIRST_ID, LAST_ID, parse_line, parsed_line
 
 from .docs import date_text
-from .text import entry_text, payload_text
+from .text import entry_text, native, payload_text
 
 # A doc as the pass makes it: the entry's pos, offset and length (its line's), kind, name, searchable
 # text and date as text ("" for an unknown time).
@@ -63,6 +64,7 @@ def bub_docs(lines: Iterable[tuple[int, int, bytes | Entry]]) -> Iterator[Doc]:
         payload_text,
     )
     canonical = _UTC_MICROS.fullmatch
+    plain_doc = native.plain_doc if native is not None else _none
     for pos, offset, raw in lines:
         if type(raw) is not bytes:  # the Entry of a line too long to parse
             yield entry_doc(raw)
@@ -72,6 +74,11 @@ def bub_docs(lines: Iterable[tuple[int, int, bytes | Entry]]) -> Iterator[Doc]:
         except decode_error:
             # What Bub's json.loads reads besides (NaN, a lone surrogate...), or an unreadable line.
             yield entry_doc(parse_line(raw + b"\n", pos, offset))
+            continue
+        # Most lines: the same doc as below, made in C (search/_text.c) where it is sure of it.
+        doc = plain_doc(obj, pos, offset, len(raw) + 1)
+        if doc is not None:
+            yield doc
             continue
         if type(obj) is dict:
             eid, kind, payload, date = obj.get("id"), obj.get("kind"), obj.get("payload"), obj.get("date")
@@ -109,3 +116,8 @@ def bub_docs(lines: Iterable[tuple[int, int, bytes | Entry]]) -> Iterator[Doc]:
             )
         head = f"{kind} {name}".strip() if name else kind
         yield pos, offset, len(raw) + 1, kind, name, text_of(head, payload), day
+
+
+def _none(*args: object) -> None:
+    """plain_doc where search/_text.c is not built: every line is read by bub_docs' own code."""
+    return None

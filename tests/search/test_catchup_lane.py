@@ -1,10 +1,12 @@
 """The search pass's reading lane makes, byte for byte, the docs that reading each line as an Entry makes:
-over the real sample tapes, over hostile lines, and over generated ones."""
+over the real sample tapes, over hostile lines, and over generated ones; with its plain lines read in C
+(search/_text.c) and all in Python."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,16 @@ def assert_same_docs(path: Path, start: int = 0, first_pos: int = 1) -> None:
     assert [d[:3] for d in docs] == [(e.pos, e.offset, e.length) for e in entries]
     for backend in ENGINES:
         assert lane_rows(backend, tape, path, start, first_pos) == reference_rows(backend, tape, entries)
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def reading(request, monkeypatch) -> str:
+    """Each test twice: plain lines read in C where it is built (search/_text.c), and all in Python."""
+    if request.param == "python":
+        monkeypatch.setattr(lane, "native", None)
+    elif lane.native is None:
+        pytest.skip("search/_text.c is not built (make setup)")
+    return request.param
 
 
 @pytest.mark.parametrize("path", BUB_TAPES, ids=lambda p: p.name)
@@ -149,6 +161,24 @@ HOSTILE = [
     line(date="２０２６-11-22T01:37:38.123456+00:00"),
     line(date="2026-11-22"),
     line(date="2026-13-22T01:37:38+00:00"),
+    # Bub's own form, at the edges of what a calendar holds: C takes the valid ones, Python the rest.
+    line(date="2024-02-29T01:37:38.123456+00:00"),  # a leap day
+    line(date="2000-02-29T01:37:38.123456+00:00"),
+    line(date="1900-02-29T01:37:38.123456+00:00"),  # no leap day in 1900
+    line(date="2026-02-29T01:37:38.123456+00:00"),
+    line(date="2026-04-31T01:37:38.123456+00:00"),
+    line(date="2026-12-31T23:59:59.999999+00:00"),
+    line(date="2026-01-01T00:00:00.000001+00:00"),
+    line(date="0001-01-01T00:00:00.000001+00:00"),
+    line(date="0000-01-01T00:00:00.000001+00:00"),  # no year 0
+    line(date="9999-12-31T23:59:59.999999+00:00"),
+    line(date="2026-00-10T01:37:38.123456+00:00"),
+    line(date="2026-11-00T01:37:38.123456+00:00"),
+    line(date="2026-11-22T24:00:00.123456+00:00"),
+    line(date="2026-11-22T23:60:00.123456+00:00"),
+    line(date="2026-11-22T23:59:60.123456+00:00"),
+    line(date="2026-11-22T01:37:38.123456+01:00"),
+    line(date="2026-11-22t01:37:38.123456+00:00"),
     line(date=1763775458),
     line(date=None, timestamp=1763775458.25),
     line(date=None, timestamp=True),
@@ -197,7 +227,9 @@ FIELD = {
         st.sampled_from(["role", "name", "content", "data", "results", "calls", "id"]), JSON, max_size=4
     )
     | JSON,
-    "date": st.sampled_from([DATE, "2026-11-22T01:37:38", "2026-11-22T01:37:38Z", "no date"]) | JSON,
+    "date": st.sampled_from([DATE, "2026-11-22T01:37:38", "2026-11-22T01:37:38Z", "no date"])
+    | st.datetimes(timezones=st.just(UTC)).map(lambda d: d.isoformat(timespec="microseconds"))
+    | JSON,
     "timestamp": st.floats(min_value=-1e12, max_value=1e12) | JSON,
 }
 

@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -147,3 +148,38 @@ def test_what_fts5_is_given_of_the_real_samples_is_the_same_compiled_and_in_pyth
         value = path.read_bytes().decode("utf-8", "replace")
         assert text.native.fts_body(value) == text.python_fts_body(value), path.name
     assert text.native.fts_body("日本 \x01x") == "\x01日\x01\x01本\x01  x"
+
+
+def test_every_line_of_the_real_bub_sample_is_read_in_c(monkeypatch) -> None:
+    """The search pass's lane (search/lane.py) leaves a plain line to Python only where C is unsure:
+    none of the real sample's, anchors included; and C makes the docs Python makes of them."""
+    from tapeview.search import lane
+
+    path = FIXTURES / "bub" / "session_realistic.jsonl"
+    docs, offset = [], 0
+    for pos, raw in enumerate(path.read_bytes().splitlines(keepends=True), 1):
+        docs.append(text.native.plain_doc(orjson.loads(raw), pos, offset, len(raw)))
+        offset += len(raw)
+    assert len(docs) == 97 and None not in docs
+    assert [doc[3] for doc in docs].count("anchor") == 4
+    monkeypatch.setattr(lane, "native", None)
+    assert docs == list(lane.tape_docs("bub", path))
+
+
+@pytest.mark.parametrize(
+    ("date", "taken"),
+    [
+        ("2024-02-29T01:37:38.123456+00:00", True),
+        ("2000-02-29T01:37:38.123456+00:00", True),
+        ("1900-02-29T01:37:38.123456+00:00", False),
+        ("2026-02-28T23:59:59.999999+00:00", True),
+        ("2026-11-22T01:37:38.000000+00:00", False),  # isoformat() would write it shorter
+        ("2026-11-22T01:37:38.123456+01:00", False),
+    ],
+)
+def test_c_takes_the_dates_bub_writes_and_leaves_the_rest_to_python(date: str, taken: bool) -> None:
+    obj = {"id": 1, "kind": "message", "payload": {"role": "user", "content": "hi"}, "date": date}
+    doc = text.native.plain_doc(obj, 1, 0, 10)
+    assert (doc is not None) is taken
+    if taken:
+        assert doc == (1, 0, 10, "message", "user", "message user\nhi", date[:26])
