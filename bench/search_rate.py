@@ -1,6 +1,7 @@
 """Full-text search of issue 10 alone: the catch-up pass against raw, and search p50 against grep.
 
     python bench/search_rate.py [--scale S | --corpus DIR] [--keep DIR] [--runs N] [--only catchup|search]
+    python bench/search_rate.py --real      # the catch-up alone, of the 200,000-entry real tape
     python .ci/postgres_server.py -- python bench/search_rate.py ...      # on PostgreSQL
 
 The same rows as bench/scale.py's, measured the same way, without the rest of its table:
@@ -12,6 +13,9 @@ The same rows as bench/scale.py's, measured the same way, without the rest of it
   unfiltered and filtered by kind, date and source, against `grep -F -c -r TERM many big real`
   timed per term in the same run; each term's time is the median of --runs rounds, a round
   timing the term unfiltered and with each filter one after another (bench/scale.py search_times).
+
+With --real only the catch-up row is measured, of the corpus's real tape at its full size (200,000
+entries, as at scale 1) made alone in bench/out/catchup-real/, without the rest of the corpus.
 
 With --keep DIR the searched database is kept in DIR (SQLite) and indexed only the first time; on
 PostgreSQL --keep uses the database TAPEVIEW_DATABASE_URL names (made if missing) and leaves it there,
@@ -46,11 +50,21 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="calls per term timed (their median)")
     parser.add_argument("--only", choices=("catchup", "search"))
     parser.add_argument("--terms", action="store_true", help="print each term's times too")
+    parser.add_argument("--real", action="store_true", help="the catch-up of the real tape only")
     parser.add_argument("--catchup-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     folder = args.corpus or HERE / "out" / f"corpus-{args.scale:g}"
     if args.catchup_child:
         return catchup_child(folder)
+    if args.real:
+        folder = HERE / "out" / "catchup-real"
+        if not any((folder / "real").glob("*.jsonl")):
+            corpus.write_real(folder / "real", corpus.Sizes.at(1.0).real)
+        db = "postgres" if os.environ.get("TAPEVIEW_DATABASE_URL", "").startswith("postgres") else "sqlite"
+        real = corpus.real_tape(folder)
+        manifest = {"scale": 1, "bytes": real.stat().st_size}
+        print_table(f"{db}, the real tape alone", manifest, [catchup_row(folder)])
+        return 0
     manifest = corpus.ensure(folder, args.scale)
     db = "postgres" if os.environ.get("TAPEVIEW_DATABASE_URL", "").startswith("postgres") else "sqlite"
     rows = []

@@ -8,11 +8,19 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 # The same examples on every run and every machine: a property that passes here passes in CI, and a
-# failure shows up the same way again.
-hypothesis_settings.register_profile("tapeview", derandomize=True, database=None)
+# failure shows up the same way again. No clock either: Hypothesis's deadline and its "too slow" check
+# fail a property on a loaded machine (speed is measured in bench/, not in tests).
+hypothesis_settings.register_profile(
+    "tapeview",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 hypothesis_settings.load_profile("tapeview")
 
 FIXTURES = Path(__file__).parent / "fixtures"

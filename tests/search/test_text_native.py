@@ -72,14 +72,14 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(head=HEADS, payload=JSON, limit=st.integers(1, 120), depth=st.integers(0, 4))
 def test_the_walks_agree_on_generated_json_under_small_budgets(head, payload, limit, depth) -> None:
     with limits(limit, depth):
         assert text.native.payload_text(head, payload) == text.python_payload_text(head, payload)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(head=HEADS, payload=JSON)
 def test_the_walks_agree_on_generated_json_under_the_real_budget(head, payload) -> None:
     assert text.native.payload_text(head, payload) == text.python_payload_text(head, payload)
@@ -137,7 +137,7 @@ CHARACTERS = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(st.lists(CHARACTERS, max_size=30).map("".join))
 def test_what_fts5_is_given_of_a_text_is_the_same_compiled_and_in_python(value: str) -> None:
     assert text.native.fts_body(value) == text.python_fts_body(value)
