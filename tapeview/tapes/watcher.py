@@ -35,6 +35,7 @@ BACKOFF_MAX = 60.0  # the longest pause between tries while a step keeps failing
 POLLING_ENV = "TAPEVIEW_WATCH_POLLING"
 OUTBOX_JOIN = 10.0  # seconds a stopping watcher lets a write under way finish
 FOLLOW_UP = 1.0  # seconds of follow-up work (the search pass) per quiet moment: changes wait no longer
+BEHIND = 0.05  # seconds a quiet moment lasts while the search pass has more to do (else BEAT)
 
 
 class Watcher:
@@ -61,6 +62,7 @@ class Watcher:
         self.held: dict[int, Tape] = {}  # tapes with work that another indexer held (`_retry_held`)
         self.uncopied: dict[int, Tape] = {}  # tapes refreshed since the last copy pass (`keep_copies`)
         self.scan_until = 0.0  # while neither way can watch the folders: look at the files every BEAT
+        self.behind = True  # the search pass made docs in its last slice (may have more): at first, say so
 
     @property
     def mode(self) -> str:
@@ -89,15 +91,16 @@ class Watcher:
             courier.join(OUTBOX_JOIN)
 
     def _watch(self) -> None:
-        roots = self._roots()
+        roots, behind = self._roots(), self.behind
+        quiet = BEHIND if behind else BEAT  # the search pass's slices follow one another while behind
         if not roots:  # no source folder exists (yet): look again now and then
-            self.stop.wait(BEAT)
+            self.stop.wait(quiet)
             self._tick()
             return
         if time.monotonic() < self.scan_until:
             # Neither notifications nor polling could watch these folders (a link loop in one): what
             # changed is found by looking at the files (a tape that did not change costs a stat).
-            self.stop.wait(BEAT)
+            self.stop.wait(quiet)
             self._guarded(self.catch_up)
             self._tick()
             return
@@ -107,7 +110,7 @@ class Watcher:
                 stop_event=self.stop,
                 step=STEP_MS,
                 debounce=DEBOUNCE_MS,
-                rust_timeout=int(BEAT * 1000),
+                rust_timeout=int(quiet * 1000),
                 yield_on_timeout=True,
                 force_polling=self.force_polling,
                 ignore_permission_denied=True,
@@ -122,9 +125,11 @@ class Watcher:
                 if changes:
                     self._guarded(lambda changes=changes: self.apply(changes))
                 self._tick()
-                if self._roots() != roots or any(c is Change.deleted and p in roots for c, p in changes):
+                deleted = any(c is Change.deleted and p in roots for c, p in changes)
+                if self._roots() != roots or deleted or self.behind != behind:
                     # A source folder appeared or went away, or was removed and made again before we
-                    # looked: the old watch never hears from the new folder. Watch the new set.
+                    # looked: the old watch never hears from the new folder. Watch the new set (also
+                    # when the search pass fell behind or caught up: its quiet moments change).
                     return
         except Exception as exc:
             # Notifications unavailable (no inotify, the watch limit reached...) or a folder gone
@@ -151,8 +156,13 @@ class Watcher:
             self._guarded(self.full_pass)
         self._guarded(self._retry_held)
         self._guarded(self.keep_copies)
-        self._guarded(lambda: signals.indexer_idle.send(sender=Watcher, budget=FOLLOW_UP))
+        self._guarded(self._follow_up)
         self._beat()
+
+    def _follow_up(self) -> None:
+        """The search pass, for at most FOLLOW_UP seconds: still behind while it makes docs."""
+        answers = signals.indexer_idle.send(sender=Watcher, budget=FOLLOW_UP)
+        self.behind = any(isinstance(made, int) and made > 0 for _, made in answers)
 
     def _beat(self, *_: object) -> None:
         if time.monotonic() - self.last_beat >= BEAT:
@@ -185,9 +195,8 @@ class Watcher:
             tapes += found
             self._beat()
         # Only this host's: in a fleet, other hosts' watchers index into the same database.
-        Tape.objects.filter(host=discovery.this_host()).exclude(
-            source__in=[s.label for s in self.specs]
-        ).delete()
+        labels = [s.label for s in self.specs]
+        Tape.objects.filter(host=discovery.this_host()).exclude(source__in=labels).delete()
         # The least indexed first: a new source's tapes become readable before old ones are re-checked.
         for tape in sorted(tapes, key=lambda t: t.indexed_at is not None):
             if self.stop.is_set():
@@ -245,9 +254,8 @@ class Watcher:
         discovery.record_sizes(spec.label, sizes)
 
     def keep_copies(self) -> None:
-        """The follow-up of a batch's or a pass's refreshes where a fleet's web tier reads copies: the
-        copies of the tapes refreshed since the last time brought up to their files (off the index's
-        path: tapes.filecopy.keep_tapes). One that fails is kept by the full pass a failure brings on."""
+        """Where a fleet's web tier reads copies: those of the tapes refreshed since the last time brought up
+        to their files (filecopy.keep_tapes, off the index's path); a failure's full pass keeps the rest."""
         while self.uncopied and not self.stop.is_set():
             filecopy.keep_tapes([self.uncopied.pop(next(iter(self.uncopied)))])
             self._beat()

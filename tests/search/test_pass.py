@@ -12,8 +12,11 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from tapeview.search import backends, catchup, engine
-from tapeview.tapes import discovery
+from tapeview.sources import parse_sources
+from tapeview.tapes import discovery, watcher
+from tapeview.tapes.models import Tape
 from tests.search.conftest import N, hits_of
+from tests.tapes.test_filecopy_behind import eventually
 
 pytestmark = pytest.mark.django_db
 
@@ -104,3 +107,32 @@ def test_tapeview_index_leaves_every_entry_searchable(big, reader):
     call_command("index", stdout=io.StringIO())
     assert behind(reader) == {"home": 0, "samples": 0}
     assert hits_of("zebra", big) == [N + 1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_watchers_slices_of_the_pass_follow_one_another_while_it_is_behind(tmp_path: Path, monkeypatch):
+    """In `tapeview serve` the pass runs in slices between the watcher's looks at the files. While it is
+    behind, the next slice starts at once, not after a quiet heartbeat: with a heartbeat of a minute
+    here and a slice of one batch, twelve slices must not take twelve minutes."""
+    monkeypatch.setattr(watcher, "BEAT", 60.0)
+    monkeypatch.setattr(watcher, "FOLLOW_UP", 0.0)  # a slice: one batch
+    monkeypatch.setattr(catchup, "BATCH", 100)
+    folder = tmp_path / "bub"
+    folder.mkdir()
+    lines = [
+        {"id": n, "kind": "message", "payload": {"role": "user", "content": f"w{n}"}} for n in range(1, 1201)
+    ]
+    date = ', "date": "2026-01-01T00:00:00.000001+00:00"}'
+    (folder / "long.jsonl").write_text("".join(json.dumps(o)[:-1] + date + "\n" for o in lines))
+
+    def caught_up() -> bool:
+        return Tape.objects.filter(entries=1200).exists() and catchup.lag() == 0
+
+    thread, stop = watcher.start_in_background(parse_sources([f"b=bub:{folder}"]), polling=True)
+    try:
+        eventually(caught_up, 60, "the pass caught up within a minute")
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert [h.pos for h in engine.search("w1137")] == [1137]
