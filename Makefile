@@ -9,7 +9,7 @@ BINDIR ?= $(HOME)/.local/bin
 
 .PHONY: run test test-sqlite test-postgres setup link system screenshots lint format bench load clean
 
-$(BIN)/tapeview: pyproject.toml setup.py tapeview/tapes/_lane.c tapeview/search/_text.c
+$(BIN)/tapeview: pyproject.toml setup.py tapeview/tapes/_lane.c tapeview/search/_text.c tapeview/sources/bub_dates.h
 	PY=$(PY) .ci/system-packages build
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

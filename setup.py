@@ -4,9 +4,11 @@ everything else about the package is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
+BOTH = {"depends": ["tapeview/sources/bub_dates.h"], "extra_compile_args": ["-O2"]}  # the header: in both
+
 setup(
     ext_modules=[
-        Extension("tapeview.tapes._lane", ["tapeview/tapes/_lane.c"], extra_compile_args=["-O2"]),
-        Extension("tapeview.search._text", ["tapeview/search/_text.c"], extra_compile_args=["-O2"]),
+        Extension("tapeview.tapes._lane", ["tapeview/tapes/_lane.c"], **BOTH),
+        Extension("tapeview.search._text", ["tapeview/search/_text.c"], **BOTH),
     ]
 )

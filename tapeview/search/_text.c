@@ -11,6 +11,8 @@
 #include <Python.h>
 #include <string.h>
 
+#include "../sources/bub_dates.h"
+
 static Py_ssize_t LIMIT = 16000;   /* text.LIMIT, set by configure() */
 static int MAX_DEPTH = 24;         /* text.MAX_DEPTH */
 static PyObject *SKIP_KEYS = NULL; /* text.SKIP_KEYS, a frozenset */
@@ -195,31 +197,20 @@ static PyObject *KEY_ID, *KEY_KIND, *KEY_PAYLOAD, *KEY_DATE, *KEY_ROLE, *KEY_NAM
 static PyObject *PLAIN[7]; /* lane.PLAIN_KINDS: message, tool_call, tool_result, event, system, anchor, error */
 static const char *const PLAIN_NAMES[7] = {"message", "tool_call", "tool_result", "event", "system", "anchor", "error"};
 
-static int digits(const char *s, int n) {
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
 /* The first 26 characters of a date Bub writes (UTC, microseconds, not all zero), which is then its own
- * date text (docs.date_text of what fromisoformat reads); NULL for any other date, which Python reads. */
+ * date text (docs.date_text of what fromisoformat reads); NULL for any other date, which Python reads.
+ * Whether fromisoformat reads it (a day on the calendar, an hour of the day...) is the indexer's own
+ * test (sources/bub_dates.h). */
 static PyObject *bub_day(PyObject *date) {
     static const char form[] = "dddd-dd-ddTdd:dd:dd.dddddd+00:00";
     if (!PyUnicode_IS_ASCII(date) || PyUnicode_GET_LENGTH(date) != 32) return NULL;
-    const char *s = (const char *)PyUnicode_DATA(date);
+    const unsigned char *s = PyUnicode_DATA(date);
     for (int i = 0; i < 32; i++) {
         if (form[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != form[i]) return NULL;
     }
+    int64_t micros;
     if (memcmp(s + 20, "000000", 6) == 0) return NULL; /* isoformat() would leave them out */
-    int year = digits(s, 4), month = digits(s + 5, 2), day = digits(s + 8, 2);
-    int hour = digits(s + 11, 2), minute = digits(s + 14, 2), second = digits(s + 17, 2);
-    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return NULL;
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    if (day > days[month - 1] + (month == 2 && leap)) return NULL;
+    if (!date_micros(s, 32, &micros)) return NULL;
     return PyUnicode_Substring(date, 0, 26);
 }
 
