@@ -56,17 +56,16 @@ def main() -> int:
     folder = args.corpus or HERE / "out" / f"corpus-{args.scale:g}"
     if args.catchup_child:
         return catchup_child(folder)
+    db = "postgres" if os.environ.get("TAPEVIEW_DATABASE_URL", "").startswith("postgres") else "sqlite"
     if args.real:
         folder = HERE / "out" / "catchup-real"
         if not any((folder / "real").glob("*.jsonl")):
             corpus.write_real(folder / "real", corpus.Sizes.at(1.0).real)
-        db = "postgres" if os.environ.get("TAPEVIEW_DATABASE_URL", "").startswith("postgres") else "sqlite"
         real = corpus.real_tape(folder)
         manifest = {"scale": 1, "bytes": real.stat().st_size}
         print_table(f"{db}, the real tape alone", manifest, [catchup_row(folder)])
         return 0
     manifest = corpus.ensure(folder, args.scale)
-    db = "postgres" if os.environ.get("TAPEVIEW_DATABASE_URL", "").startswith("postgres") else "sqlite"
     rows = []
     if args.only != "search":
         rows.append(catchup_row(folder))
