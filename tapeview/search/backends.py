@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TypeVar
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 
 from . import windows, writes
 from .docs import COLUMNS, Found, Where, fetch
@@ -42,28 +42,24 @@ class SQLite:
         """The values to insert: `fields` in the order of COLUMNS."""
         return (doc_id, fts_body(text), tags, *fields)
 
-    def insert(self, rows: list[tuple]) -> None:
+    def insert(self, rows: list[tuple], meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
+        """The rows in; `meanwhile` runs beside FTS5's tokenising. Returns what gives its result
+        (writes.sqlite_insert)."""
         if not rows:
-            return
+            return writes.Ahead(meanwhile).result
         # A doc made again (a tape read again after a flush of the index) takes the old one's place:
         # the old ones of the batch's id range go first, so the rows go in with a plain INSERT (FTS5's
         # OR REPLACE looks every rowid up first, and reads the text of each it replaces).
         first, last = min(rows[0][0], rows[-1][0]), max(rows[0][0], rows[-1][0])
         if fetch("SELECT 1 FROM search_meta WHERE id BETWEEN %s AND %s LIMIT 1", [first, last]):
             self.delete(first, last)
-        try:
-            with transaction.atomic():
-                writes.sqlite_insert("INSERT", rows)
-        except IntegrityError:
-            # Another writer put docs of these ids in meanwhile (a memory store indexed by the request
-            # that wrote it and by the watcher at once): the newer rows take their place.
-            writes.sqlite_insert("INSERT OR REPLACE", rows)
+        return writes.sqlite_insert(rows, meanwhile)
 
     def prepare(self, rows: list[tuple]) -> list[tuple]:
         return rows
 
-    def write(self, rows: list[tuple]) -> None:
-        self.insert(rows)
+    def write(self, rows: list[tuple], meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
+        return self.insert(rows, meanwhile)
 
     def passing(self) -> AbstractContextManager[None]:
         """What a search pass writes under (see writes.sqlite_pass)."""
@@ -154,11 +150,16 @@ class PostgreSQL:
         """What `write` sends of these rows: made by the search pass as it reads them."""
         return writes.pg_params(rows) if rows else None
 
-    def write(self, prepared: list | None, meanwhile: Callable[[], T] | None = None) -> T | None:
-        """Prepared rows in; `meanwhile` runs while the server tokenises them, its result returned."""
+    def write(
+        self, prepared: list | None, meanwhile: Callable[[], T] | None = None
+    ) -> Callable[[], T | None]:
+        """Prepared rows in; `meanwhile` runs while the server tokenises them. Returns what gives its
+        result, as SQLite.write does."""
         if prepared is None:
-            return meanwhile() if meanwhile else None
-        return writes.pg_insert(prepared, meanwhile)
+            following = meanwhile() if meanwhile else None
+        else:
+            following = writes.pg_insert(prepared, meanwhile)
+        return lambda: following
 
     def passing(self) -> AbstractContextManager[None]:
         """What a search pass writes under (see writes.pg_pass)."""

@@ -5,9 +5,9 @@ that, so it is a second pass, run by the background indexer when it has nothing 
 `tapeview index` when it is done, by the search page where no indexer runs, and at once for a small
 append. Each tape's progress (SearchedTape) is committed with each batch of docs: a killed pass goes on
 where it stopped, and a doc's id (tape << 32 | pos) is its place, so nothing is ever there twice. Lines
-are read by the lane (search.lane: most Bub lines without an Entry). On PostgreSQL the next batch is
-read while the server tokenises the one before (search.writes); on SQLite after its commit, so the
-write lock is held no longer than the batch's own insert.
+are read by the lane (search.lane: most Bub lines without an Entry). The next batch is read while the
+database tokenises the one before (search.writes): on PostgreSQL in the server, on SQLite in a
+statement that lets this process's other threads run.
 """
 
 from __future__ import annotations
@@ -217,18 +217,17 @@ def _commit(
     ahead: Callable[[], T],
 ) -> T:
     """A batch's docs and the progress they make, in one transaction, or neither; returns what `ahead`
-    (the next batch's reading) returns. PostgreSQL runs it while the server tokenises this batch;
-    SQLite after the commit, as its write lock would keep pages waiting meanwhile."""
-    overlaps = isinstance(backend, backends.PostgreSQL)
+    (the next batch's reading) returns: it runs while the database tokenises this batch, and is
+    waited for after the commit."""
     with transaction.atomic():
         moved = SearchedTape.objects.filter(tape_id=tape.pk, offset=mark.offset, next_pos=mark.next_pos)
         if not moved.update(offset=offset, next_pos=next_pos):
             raise Overtaken
         if not Tape.objects.filter(pk=tape.pk, inode=tape.inode, next_pos__gte=next_pos).exists():
             raise Overtaken
-        following = backend.write(prepared, ahead) if overlaps else backend.write(prepared)
+        following = backend.write(prepared, ahead)
     mark.offset, mark.next_pos = offset, next_pos
-    return following if overlaps else ahead()
+    return following()
 
 
 def entry_rows(backend: Engine, tape: Tape, docs: Iterable[Doc]) -> list[tuple]:

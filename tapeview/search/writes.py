@@ -7,11 +7,12 @@ what they cost besides tokenising is measured in bench/search_engines.py.
 from __future__ import annotations
 
 import selectors
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 
 from .docs import COLUMNS
 from .text import pg_body, pg_words
@@ -20,28 +21,101 @@ T = TypeVar("T")
 META = COLUMNS.split(", ")
 # Pages (4 kB) the log of a search pass grows to before it is checkpointed: a bound on its file.
 WAL_PAGES = 25_000
+# Per connection, where a batch of entries' docs waits for its two statements (in memory, or a
+# temporary file: never the database's own file).
+BATCH = "temp.search_batch"
+STAGE = (
+    f"CREATE TABLE IF NOT EXISTS {BATCH} (id integer PRIMARY KEY, body text, tags text, "
+    "tape_id integer, pos integer, source text, kind text, name text, date text)"
+)
 
 
-def sqlite_insert(verb: str, rows: list[tuple]) -> None:
-    """Docs as SQLite.row makes them into the FTS5 table and `search_meta`. A tape entry's doc has no
-    store and no item: those columns are left to their defaults, not bound for each of a pass's rows
-    (binding a None and an empty string for 200,000 rows took 0.4 s of the real tape's 1.2 s here)."""
+def sqlite_insert(rows: list[tuple], meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
+    """Docs as SQLite.row makes them into the FTS5 table and `search_meta`; `meanwhile` starts in a
+    thread of its own as FTS5 tokenises them. Returns what gives its result (None without it): asked
+    for after the commit, so the write lock is never held for the reading's sake.
+
+    A tape entry's docs go in through a temporary table, one statement per table: SQLite lets other
+    threads run for the whole of such a statement, where an insert a row at a time takes the
+    interpreter back after each row (and waits for it while another thread runs). An entry's doc has
+    no store and no item: those columns are left to their defaults, not bound for each of a pass's
+    rows (binding a None and an empty string for 200,000 rows took 0.4 s of the real tape's 1.2 s)."""
+    others = [r for r in rows if r[3] != "entry"]
+    entries = [(r[0], r[1], r[2], r[4], r[5], r[8], r[9], r[10], r[11]) for r in rows if r[3] == "entry"]
+    ahead = Ahead(meanwhile)
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"{verb} INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in rows]
-        )
-        entries = [(r[0], r[4], r[5], r[8], r[9], r[10], r[11]) for r in rows if r[3] == "entry"]
         if entries:
-            cursor.executemany(
-                f"{verb} INTO search_meta (id, doc, tape_id, pos, source, kind, name, date) "
-                "VALUES (%s, 'entry', %s, %s, %s, %s, %s, %s)",
-                entries,
-            )
-        if len(entries) < len(rows):
-            cursor.executemany(
-                f"{verb} INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
-                [(r[0], *r[3:]) for r in rows if r[3] != "entry"],
-            )
+            cursor.execute(STAGE)
+            cursor.executemany(f"INSERT INTO {BATCH} VALUES ({', '.join(['%s'] * 9)})", entries)
+        try:
+            try:
+                with transaction.atomic():
+                    _sqlite_move(cursor, "INSERT", others, bool(entries), ahead)
+            except IntegrityError:
+                # Another writer put docs of these ids in meanwhile (a memory store indexed by the
+                # request that wrote it and by the watcher at once): the newer rows take their place.
+                _sqlite_move(cursor, "INSERT OR REPLACE", others, bool(entries), ahead)
+        except BaseException:
+            ahead.join()  # nothing is left reading behind a failed write
+            raise
+        finally:
+            if entries:
+                cursor.execute(f"DELETE FROM {BATCH}")
+    return ahead.result
+
+
+def _sqlite_move(cursor, verb: str, others: list[tuple], staged: bool, ahead: Ahead) -> None:
+    if others:
+        cursor.executemany(
+            f"{verb} INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in others]
+        )
+        cursor.executemany(
+            f"{verb} INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
+            [(r[0], *r[3:]) for r in others],
+        )
+    if staged:
+        ahead.start()  # only now: beside a row-at-a-time insert it would wait for the interpreter
+        cursor.execute(f"{verb} INTO search_doc (rowid, body, tags) SELECT id, body, tags FROM {BATCH}")
+        cursor.execute(
+            f"{verb} INTO search_meta (id, doc, tape_id, pos, source, kind, name, date) "
+            f"SELECT id, 'entry', tape_id, pos, source, kind, name, date FROM {BATCH}"
+        )
+
+
+class Ahead:
+    """Work run in a thread of its own once started, or in the caller's thread when its result is
+    asked for before; its result (or what it raised) is given once."""
+
+    def __init__(self, work: Callable[[], T] | None) -> None:
+        self.work = work
+        self.thread: threading.Thread | None = None
+        self.done: list = []
+
+    def _run(self) -> None:
+        try:
+            self.done.append((True, self.work()))
+        except BaseException as exc:  # raised in the caller's thread, not lost in this one
+            self.done.append((False, exc))
+
+    def start(self) -> None:
+        if self.work is not None and self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="search-read-ahead", daemon=True)
+            self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def result(self) -> T | None:
+        if self.work is None:
+            return None
+        if self.thread is None:
+            self._run()
+        self.join()
+        ok, value = self.done[0]
+        if not ok:
+            raise value
+        return value
 
 
 @contextmanager

@@ -1,12 +1,15 @@
-"""The search pass's writes: a batch read while the one before is written (PostgreSQL) never costs that
-one its commit, and the settings the pass writes under are put back after it, also when it fails."""
+"""The search pass's writes: a batch read while the one before is written never costs that one its
+commit, and the settings the pass writes under are put back after it, also when it fails."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 from django.db import connection
 
-from tapeview.search import catchup, engine
+from tapeview.search import backends, catchup, engine, writes
 from tests.search.conftest import N, hits_of
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +79,77 @@ def test_a_failing_pass_puts_its_connection_settings_back(big, monkeypatch):
     with pytest.raises(RuntimeError):
         catchup.catch_up()
     assert setting() == before
+
+
+def entry_rows_for(ids: list[int], word: str) -> list[tuple]:
+    """Docs of tape entries as the SQLite engine writes them, each saying `word`."""
+    sqlite = backends.SQLite()
+    return [
+        sqlite.row(i, f"{word} {i}", "s_x k_message", "entry", 1, i, None, "", "x", "message", "user", "")
+        for i in ids
+    ]
+
+
+sqlite_only = pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite's own write path")
+
+
+@sqlite_only
+def test_sqlite_reads_the_next_batch_while_fts5_tokenises_this_one(big, monkeypatch):
+    """The read-ahead runs while FTS5's insert is under way, not after it: SQLite's progress handler
+    (called between the steps of a running statement) sees a batch being read."""
+    reading, seen_while_writing = threading.Event(), []
+    made = catchup.entry_rows
+
+    def slow_rows(*args):
+        reading.set()
+        try:
+            rows = made(*args)
+            time.sleep(0.2)  # a big batch's reading, at this tape's size
+            return rows
+        finally:
+            reading.clear()
+
+    def progress() -> int:
+        if reading.is_set():
+            seen_while_writing.append(threading.current_thread().name)
+        return 0
+
+    monkeypatch.setattr(catchup, "entry_rows", slow_rows)
+    connection.ensure_connection()
+    connection.connection.set_progress_handler(progress, 1000)
+    try:
+        assert catchup.catch_up() == N
+    finally:
+        connection.connection.set_progress_handler(None, 1000)
+    assert seen_while_writing, "no batch was read while FTS5 was writing one"
+    assert engine.count("common", tape_key=big.key).total == N
+    assert hits_of("w2600", big) == [2600]
+
+
+@sqlite_only
+def test_docs_another_writer_put_in_meanwhile_are_replaced_and_the_read_ahead_runs_once(db):
+    backends.SQLite().insert(entry_rows_for([5, 6, 7], "older"))
+    calls = []
+    # As a racing writer: no look for docs of these ids first, so the insert meets them.
+    following = writes.sqlite_insert(entry_rows_for([6, 7, 8], "newer"), lambda: calls.append(1) or "next")
+    assert following() == "next"
+    assert calls == [1]
+    bodies = backends.SQLite().bodies([5, 6, 7, 8])
+    assert [bodies[i].split()[0] for i in (5, 6, 7, 8)] == ["older", "newer", "newer", "newer"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, kind FROM search_meta WHERE id BETWEEN 5 AND 8 ORDER BY id")
+        assert cursor.fetchall() == [(5, "message"), (6, "message"), (7, "message"), (8, "message")]
+
+
+@sqlite_only
+def test_a_read_ahead_that_fails_raises_when_its_result_is_asked_and_leaves_nothing_staged(db):
+    def fails():
+        raise RuntimeError("the disk")
+
+    following = writes.sqlite_insert(entry_rows_for([1, 2], "kept"), fails)
+    with pytest.raises(RuntimeError, match="the disk"):
+        following()
+    assert sorted(backends.SQLite().bodies([1, 2])) == [1, 2]  # the batch's own docs are in
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {writes.BATCH}")
+        assert cursor.fetchone() == (0,)
