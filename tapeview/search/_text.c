@@ -330,5 +330,21 @@ PyMODINIT_FUNC PyInit__text(void) {
         PLAIN[k] = PyUnicode_InternFromString(PLAIN_NAMES[k]);
         if (PLAIN[k] == NULL) return NULL;
     }
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* The kinds plain_doc takes, for lane.py to check against its own PLAIN_KINDS. */
+    PyObject *kinds = m ? PyTuple_New(7) : NULL;
+    if (kinds == NULL) {
+        Py_XDECREF(m);
+        return NULL;
+    }
+    for (int k = 0; k < 7; k++) {
+        Py_INCREF(PLAIN[k]);
+        PyTuple_SET_ITEM(kinds, k, PLAIN[k]);
+    }
+    if (PyModule_AddObject(m, "PLAIN_KINDS", kinds) < 0) {
+        Py_DECREF(kinds);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

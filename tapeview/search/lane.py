@@ -64,7 +64,7 @@ def bub_docs(lines: Iterable[tuple[int, int, bytes | Entry]]) -> Iterator[Doc]:
         payload_text,
     )
     canonical = _UTC_MICROS.fullmatch
-    plain_doc = native.plain_doc if native is not None else _none
+    plain_doc = _compiled()
     for pos, offset, raw in lines:
         if type(raw) is not bytes:  # the Entry of a line too long to parse
             yield entry_doc(raw)
@@ -116,6 +116,14 @@ def bub_docs(lines: Iterable[tuple[int, int, bytes | Entry]]) -> Iterator[Doc]:
             )
         head = f"{kind} {name}".strip() if name else kind
         yield pos, offset, len(raw) + 1, kind, name, text_of(head, payload), day
+
+
+def _compiled():
+    """search/_text.c's plain_doc, where it is built and takes the kinds this module takes (a kind
+    added or removed on one side only leaves every line to the code here); else _none."""
+    if native is None or frozenset(native.PLAIN_KINDS) != PLAIN_KINDS:
+        return _none
+    return native.plain_doc
 
 
 def _none(*args: object) -> None:

@@ -183,3 +183,36 @@ def test_c_takes_the_dates_bub_writes_and_leaves_the_rest_to_python(date: str, t
     assert (doc is not None) is taken
     if taken:
         assert doc == (1, 0, 10, "message", "user", "message user\nhi", date[:26])
+
+
+def test_c_takes_exactly_the_kinds_the_lane_takes() -> None:
+    from tapeview.search import lane
+
+    assert frozenset(text.native.PLAIN_KINDS) == lane.PLAIN_KINDS
+    assert lane._compiled() is text.native.plain_doc
+
+
+def test_a_kind_taken_on_one_side_only_leaves_every_line_to_python(monkeypatch) -> None:
+    """Were lane.PLAIN_KINDS changed without _text.c (or the other way round), C would take or refuse
+    lines Python reads otherwise: then no line is read in C, and the docs are Python's."""
+    from tapeview.search import lane
+
+    path = FIXTURES / "bub" / "session_realistic.jsonl"
+    expected = list(lane.tape_docs("bub", path))
+    taken = []
+
+    def spy(*args):
+        taken.append(args)
+        return text.native.plain_doc(*args)
+
+    class Native:
+        PLAIN_KINDS = text.native.PLAIN_KINDS
+        plain_doc = staticmethod(spy)
+
+    monkeypatch.setattr(lane, "native", Native)
+    assert list(lane.tape_docs("bub", path)) == expected
+    assert len(taken) == 97  # agreeing, C is asked for every line
+    taken.clear()
+    monkeypatch.setattr(lane, "PLAIN_KINDS", lane.PLAIN_KINDS - {"error"})
+    assert list(lane.tape_docs("bub", path)) == expected  # (the sample has no error line)
+    assert taken == []
