@@ -189,10 +189,13 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": HOME / "tapeview.sqlite3",
-            # WAL lets pages read while an index run writes; IMMEDIATE avoids lock upgrades.
+            # WAL lets pages read while an index run writes; IMMEDIATE avoids lock upgrades. Temporary
+            # data (the search pass's batch on its way in, statement journals, sorts) stays in memory: a
+            # full /tmp would otherwise stop the search pass (tests/search/test_full_temp.py).
             "OPTIONS": {
                 "init_command": (
-                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536;"
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-65536; "
+                    "PRAGMA temp_store=MEMORY;"
                 ),
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,

@@ -21,8 +21,8 @@ T = TypeVar("T")
 META = COLUMNS.split(", ")
 # Pages (4 kB) the log of a search pass grows to before it is checkpointed: a bound on its file.
 WAL_PAGES = 25_000
-# Per connection, where a batch of entries' docs waits for its two statements (in memory, or a
-# temporary file: never the database's own file).
+# Per connection, where a batch of entries' docs waits for its two statements: in memory (the
+# connection's temp_store, settings.py), never in the database's own file.
 BATCH = "temp.search_batch"
 STAGE = (
     f"CREATE TABLE IF NOT EXISTS {BATCH} (id integer PRIMARY KEY, body text, tags text, "
