@@ -83,8 +83,8 @@ def _sqlite_move(cursor, verb: str, others: list[tuple], staged: bool, ahead: Ah
 
 
 class Ahead:
-    """Work run in a thread of its own once started, or in the caller's thread when its result is
-    asked for before; its result (or what it raised) is given once."""
+    """Work run once: in a thread of its own once started, or in the caller's thread when its result
+    is asked for before; then its result is given (or what it raised raised) each time it is asked."""
 
     def __init__(self, work: Callable[[], T] | None) -> None:
         self.work = work
@@ -109,7 +109,7 @@ class Ahead:
     def result(self) -> T | None:
         if self.work is None:
             return None
-        if self.thread is None:
+        if self.thread is None and not self.done:
             self._run()
         self.join()
         ok, value = self.done[0]

@@ -81,13 +81,10 @@ def test_a_failing_pass_puts_its_connection_settings_back(big, monkeypatch):
     assert setting() == before
 
 
-def entry_rows_for(ids: list[int], word: str) -> list[tuple]:
-    """Docs of tape entries as the SQLite engine writes them, each saying `word`."""
+def entry_rows_for(ids: list[int], word: str, kind: str = "message") -> list[tuple]:
+    """Docs of tape entries of `kind` as the SQLite engine writes them, each saying `word`."""
     sqlite = backends.SQLite()
-    return [
-        sqlite.row(i, f"{word} {i}", "s_x k_message", "entry", 1, i, None, "", "x", "message", "user", "")
-        for i in ids
-    ]
+    return [sqlite.row(i, f"{word} {i}", "s_x", "entry", 1, i, None, "", "x", kind, "", "") for i in ids]
 
 
 sqlite_only = pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite's own write path")
@@ -131,14 +128,16 @@ def test_docs_another_writer_put_in_meanwhile_are_replaced_and_the_read_ahead_ru
     backends.SQLite().insert(entry_rows_for([5, 6, 7], "older"))
     calls = []
     # As a racing writer: no look for docs of these ids first, so the insert meets them.
-    following = writes.sqlite_insert(entry_rows_for([6, 7, 8], "newer"), lambda: calls.append(1) or "next")
+    following = writes.sqlite_insert(
+        entry_rows_for([6, 7, 8], "newer", "event"), lambda: calls.append(1) or "next"
+    )
     assert following() == "next"
     assert calls == [1]
     bodies = backends.SQLite().bodies([5, 6, 7, 8])
     assert [bodies[i].split()[0] for i in (5, 6, 7, 8)] == ["older", "newer", "newer", "newer"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT id, kind FROM search_meta WHERE id BETWEEN 5 AND 8 ORDER BY id")
-        assert cursor.fetchall() == [(5, "message"), (6, "message"), (7, "message"), (8, "message")]
+        assert cursor.fetchall() == [(5, "message"), (6, "event"), (7, "event"), (8, "event")]
 
 
 @sqlite_only
