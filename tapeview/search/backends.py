@@ -42,24 +42,26 @@ class SQLite:
         """The values to insert: `fields` in the order of COLUMNS."""
         return (doc_id, fts_body(text), tags, *fields)
 
-    def insert(self, rows: list[tuple], meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
+    def insert(self, rows: list[tuple]) -> None:
+        self.write(self.prepare(rows))()
+
+    def prepare(self, rows: list[tuple], apart: bool = False) -> writes.Staged:
+        """What `write` takes of these rows: made by the search pass as it reads them (see writes.Staged)."""
+        return writes.Staged(rows, apart)
+
+    def write(
+        self, staged: writes.Staged, meanwhile: Callable[[], T] | None = None
+    ) -> Callable[[], T | None]:
         """The rows in; `meanwhile` runs beside FTS5's tokenising. Returns what gives its result
         (writes.sqlite_insert)."""
-        if not rows:
+        if staged.ids is None:
             return writes.Ahead(meanwhile).result
         # A doc made again (a tape read again after a flush of the index) takes the old one's place:
         # the old ones of the batch's id range go first, so the rows go in with a plain INSERT (FTS5's
         # OR REPLACE looks every rowid up first, and reads the text of each it replaces).
-        first, last = min(rows[0][0], rows[-1][0]), max(rows[0][0], rows[-1][0])
-        if fetch("SELECT 1 FROM search_meta WHERE id BETWEEN %s AND %s LIMIT 1", [first, last]):
-            self.delete(first, last)
-        return writes.sqlite_insert(rows, meanwhile)
-
-    def prepare(self, rows: list[tuple]) -> list[tuple]:
-        return rows
-
-    def write(self, rows: list[tuple], meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
-        return self.insert(rows, meanwhile)
+        if fetch("SELECT 1 FROM search_meta WHERE id BETWEEN %s AND %s LIMIT 1", list(staged.ids)):
+            self.delete(*staged.ids)
+        return writes.sqlite_insert(staged, meanwhile)
 
     def passing(self) -> AbstractContextManager[None]:
         """What a search pass writes under (see writes.sqlite_pass)."""
@@ -146,8 +148,9 @@ class PostgreSQL:
     def insert(self, rows: list[tuple]) -> None:
         self.write(self.prepare(rows))
 
-    def prepare(self, rows: list[tuple]) -> list | None:
-        """What `write` sends of these rows: made by the search pass as it reads them."""
+    def prepare(self, rows: list[tuple], apart: bool = False) -> list | None:
+        """What `write` sends of these rows: made by the search pass as it reads them (`apart` is
+        SQLite's)."""
         return writes.pg_params(rows) if rows else None
 
     def write(

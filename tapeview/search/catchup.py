@@ -40,6 +40,9 @@ T = TypeVar("T")
 # FTS5 writes a segment per commit, so fewer, larger batches cost less to write and to merge.
 BATCH = 20_000
 BATCH_BYTES = 16_000_000  # ...or this many bytes of the file, whichever comes first
+# A pass's first batch is read before anything is written (each later one while the one before is
+# written): it is small, and each next batch twice the one before, up to BATCH.
+FIRST_BATCH = 1_250
 PAGE_BUDGET = 2.0  # seconds a search request may spend catching up where no background indexer runs
 ANALYZE_AFTER = 100_000  # docs made in one pass after which PostgreSQL's statistics are renewed
 
@@ -128,7 +131,8 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
     except IntegrityError:  # the tape was deleted meanwhile
         return 0
     made = 0
-    batches = _batches(backend, tape, mark)
+    # Batches committed on their own (not within a caller's transaction) are staged apart as they are read.
+    batches = _batches(backend, tape, mark, apart=not transaction.get_connection().in_atomic_block)
 
     def read() -> tuple | Exception | None:
         """The next batch, None once there is none, or what reading it raised: on PostgreSQL it is
@@ -156,18 +160,20 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
     return made
 
 
-def _batches(backend: Engine, tape: Tape, mark: SearchedTape) -> Iterator[tuple]:
+def _batches(backend: Engine, tape: Tape, mark: SearchedTape, apart: bool) -> Iterator[tuple]:
     """The rows of the entries not yet searchable as the engine writes them (`prepare`), a batch at a
     time, each with its size and where it ends (offset, next_pos)."""
     docs = _unsearched(tape, mark)
+    limit = min(FIRST_BATCH, BATCH)
     while True:
-        batch = _Batch(docs)
+        batch = _Batch(docs, limit)
         # Rows are made as the lines are read: a batch never holds their parsed JSON (thousands of
         # objects each for the garbage collector to walk), only their rows.
         rows = entry_rows(backend, tape, batch)
         if not batch.size:
             return
-        yield backend.prepare(rows), batch.size, batch.offset, batch.next_pos
+        yield backend.prepare(rows, apart), batch.size, batch.offset, batch.next_pos
+        limit = min(BATCH, limit * 2)
 
 
 def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
@@ -188,11 +194,12 @@ def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
 
 
 class _Batch:
-    """The docs of a tape's next entries, up to BATCH of them or BATCH_BYTES of the file, as they are
-    read; then where they end (`offset`, `next_pos`)."""
+    """The docs of a tape's next entries, up to `limit` of them or as large a share of BATCH_BYTES of
+    the file, as they are read; then where they end (`offset`, `next_pos`)."""
 
-    def __init__(self, docs: Iterator[Doc]) -> None:
+    def __init__(self, docs: Iterator[Doc], limit: int) -> None:
         self.docs = docs
+        self.limit, self.bytes = limit, BATCH_BYTES * limit // BATCH
         self.size = 0
         self.offset = self.next_pos = 0
 
@@ -203,7 +210,7 @@ class _Batch:
             self.offset, self.next_pos = doc[1] + doc[2], doc[0] + 1
             yield doc
             read += doc[2]
-            if self.size >= BATCH or read >= BATCH_BYTES:
+            if self.size >= self.limit or read >= self.bytes:
                 return
 
 

@@ -6,8 +6,11 @@ what they cost besides tokenising is measured in bench/search_engines.py.
 
 from __future__ import annotations
 
+import functools
 import selectors
+import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -21,50 +24,117 @@ T = TypeVar("T")
 META = COLUMNS.split(", ")
 # Pages (4 kB) the log of a search pass grows to before it is checkpointed: a bound on its file.
 WAL_PAGES = 25_000
-# Per connection, where a batch of entries' docs waits for its two statements: in memory (the
-# connection's temp_store, settings.py), never in the database's own file.
+# Where a batch of entries' docs waits for its two statements, never in the database's own file:
+# per connection, a temporary table (in memory: the connection's temp_store, settings.py); or, for a
+# batch staged `apart`, a database in memory of its own (SQLite's memdb), attached while it is written.
 BATCH = "temp.search_batch"
-STAGE = (
-    f"CREATE TABLE IF NOT EXISTS {BATCH} (id integer PRIMARY KEY, body text, tags text, "
+APART = "search_staged"
+TABLE = (
+    "CREATE TABLE IF NOT EXISTS {} (id integer PRIMARY KEY, body text, tags text, "
     "tape_id integer, pos integer, source text, kind text, name text, date text)"
 )
 
 
-def sqlite_insert(rows: list[tuple], meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
-    """Docs as SQLite.row makes them into the FTS5 table and `search_meta`; `meanwhile` starts in a
-    thread of its own as FTS5 tokenises them. Returns what gives its result (None without it): asked
-    for after the commit, so the write lock is never held for the reading's sake.
+class Staged:
+    """A batch's rows as SQLite writes them: memory docs as they are, tape entries' docs as the columns
+    of the staging table; `apart`, those are in a database in memory of their own already, filled by
+    the thread that read them (the search pass's read-ahead, while FTS5 writes the batch before). An
+    entry's doc has no store and no item: those columns are left to their defaults, not bound for
+    each of a pass's rows (binding a None and an empty string for 200,000 rows took 0.4 s of 1.2 s)."""
 
-    A tape entry's docs go in through a temporary table, one statement per table: SQLite lets other
+    def __init__(self, rows: list[tuple], apart: bool = False) -> None:
+        self.others = [r for r in rows if r[3] != "entry"]
+        self.entries = [
+            (r[0], r[1], r[2], r[4], r[5], r[8], r[9], r[10], r[11]) for r in rows if r[3] == "entry"
+        ]
+        self.ids = (min(rows[0][0], rows[-1][0]), max(rows[0][0], rows[-1][0])) if rows else None
+        self.uri, self.db = "", None
+        if apart and self.entries and memdb():
+            self.uri = f"file:/tapeview-search-{uuid.uuid4().hex}?vfs=memdb"
+            # Lives while a connection has it open: this one until the writing connection attaches it.
+            self.db = sqlite3.connect(self.uri, uri=True, check_same_thread=False, isolation_level=None)
+            self.db.execute(TABLE.format("search_batch"))
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT INTO search_batch VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self.entries)
+            self.db.execute("COMMIT")
+            self.entries = []
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
+@functools.cache
+def memdb() -> bool:
+    """Whether this SQLite shares a database in memory between connections (3.36 on, unless left out
+    of the build): else a batch waits in the writing connection's temporary table."""
+    try:
+        sqlite3.connect("file:/tapeview-search-probe?vfs=memdb", uri=True).close()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def sqlite_insert(staged: Staged, meanwhile: Callable[[], T] | None = None) -> Callable[[], T | None]:
+    """A batch into the FTS5 table and `search_meta`; `meanwhile` starts in a thread of its own as FTS5
+    tokenises it. Returns what gives its result (None without it): asked for after the commit, so the
+    write lock is never held for the reading's sake; then a batch staged apart is detached (SQLite
+    refuses that within the transaction that read it).
+
+    A tape entry's docs go in from their staging table, one statement per table: SQLite lets other
     threads run for the whole of such a statement, where an insert a row at a time takes the
-    interpreter back after each row (and waits for it while another thread runs). An entry's doc has
-    no store and no item: those columns are left to their defaults, not bound for each of a pass's
-    rows (binding a None and an empty string for 200,000 rows took 0.4 s of the real tape's 1.2 s)."""
-    others = [r for r in rows if r[3] != "entry"]
-    entries = [(r[0], r[1], r[2], r[4], r[5], r[8], r[9], r[10], r[11]) for r in rows if r[3] == "entry"]
+    interpreter back after each row (and waits for it while another thread runs)."""
     ahead = Ahead(meanwhile)
     with connection.cursor() as cursor:
-        if entries:
-            cursor.execute(STAGE)
-            cursor.executemany(f"INSERT INTO {BATCH} VALUES ({', '.join(['%s'] * 9)})", entries)
+        source = _stage(cursor, staged)
         try:
             try:
                 with transaction.atomic():
-                    _sqlite_move(cursor, "INSERT", others, bool(entries), ahead)
+                    _sqlite_move(cursor, "INSERT", staged.others, source, ahead)
             except IntegrityError:
                 # Another writer put docs of these ids in meanwhile (a memory store indexed by the
                 # request that wrote it and by the watcher at once): the newer rows take their place.
-                _sqlite_move(cursor, "INSERT OR REPLACE", others, bool(entries), ahead)
+                _sqlite_move(cursor, "INSERT OR REPLACE", staged.others, source, ahead)
         except BaseException:
             ahead.join()  # nothing is left reading behind a failed write
             raise
         finally:
-            if entries:
+            if source == BATCH:
                 cursor.execute(f"DELETE FROM {BATCH}")
-    return ahead.result
+    if not staged.uri:
+        return ahead.result
+
+    def result() -> T | None:
+        with connection.cursor() as cursor:
+            detach(cursor)
+        return ahead.result()
+
+    return result
 
 
-def _sqlite_move(cursor, verb: str, others: list[tuple], staged: bool, ahead: Ahead) -> None:
+def _stage(cursor, staged: Staged) -> str:
+    """Where the batch's entries are read from ("" if it has none)."""
+    if staged.uri:
+        # (One whose write failed is detached at the end of its pass: see sqlite_pass.)
+        cursor.execute(f"ATTACH %s AS {APART}", [staged.uri])
+        staged.close()  # the attached database lives on
+        return f"{APART}.search_batch"
+    if staged.entries:
+        cursor.execute(TABLE.format(BATCH))
+        cursor.executemany(f"INSERT INTO {BATCH} VALUES ({', '.join(['%s'] * 9)})", staged.entries)
+        return BATCH
+    return ""
+
+
+def detach(cursor) -> None:
+    """The batch staged apart, if one is still attached (outside the transaction that read it)."""
+    cursor.execute("PRAGMA database_list")
+    if any(name == APART for _, name, _ in cursor.fetchall()):
+        cursor.execute(f"DETACH {APART}")
+
+
+def _sqlite_move(cursor, verb: str, others: list[tuple], source: str, ahead: Ahead) -> None:
     if others:
         cursor.executemany(
             f"{verb} INTO search_doc (rowid, body, tags) VALUES (%s, %s, %s)", [r[:3] for r in others]
@@ -73,12 +143,12 @@ def _sqlite_move(cursor, verb: str, others: list[tuple], staged: bool, ahead: Ah
             f"{verb} INTO search_meta (id, {COLUMNS}) VALUES ({', '.join(['%s'] * 10)})",
             [(r[0], *r[3:]) for r in others],
         )
-    if staged:
+    if source:
         ahead.start()  # only now: beside a row-at-a-time insert it would wait for the interpreter
-        cursor.execute(f"{verb} INTO search_doc (rowid, body, tags) SELECT id, body, tags FROM {BATCH}")
+        cursor.execute(f"{verb} INTO search_doc (rowid, body, tags) SELECT id, body, tags FROM {source}")
         cursor.execute(
             f"{verb} INTO search_meta (id, doc, tape_id, pos, source, kind, name, date) "
-            f"SELECT id, 'entry', tape_id, pos, source, kind, name, date FROM {BATCH}"
+            f"SELECT id, 'entry', tape_id, pos, source, kind, name, date FROM {source}"
         )
 
 
@@ -135,6 +205,7 @@ def sqlite_pass() -> Iterator[None]:
             # PASSIVE: never waits on a reader; what a reader still holds is copied at a later commit.
             # (SQLite refuses a checkpoint within a transaction: the caller's commit makes one.)
             if not connection.in_atomic_block:
+                detach(cursor)  # a batch whose write failed
                 cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import closing
 
 import pytest
 from django.db import connection
@@ -129,7 +130,7 @@ def test_docs_another_writer_put_in_meanwhile_are_replaced_and_the_read_ahead_ru
     calls = []
     # As a racing writer: no look for docs of these ids first, so the insert meets them.
     following = writes.sqlite_insert(
-        entry_rows_for([6, 7, 8], "newer", "event"), lambda: calls.append(1) or "next"
+        writes.Staged(entry_rows_for([6, 7, 8], "newer", "event")), lambda: calls.append(1) or "next"
     )
     assert following() == "next"
     assert calls == [1]
@@ -145,10 +146,129 @@ def test_a_read_ahead_that_fails_raises_when_its_result_is_asked_and_leaves_noth
     def fails():
         raise RuntimeError("the disk")
 
-    following = writes.sqlite_insert(entry_rows_for([1, 2], "kept"), fails)
+    following = writes.sqlite_insert(writes.Staged(entry_rows_for([1, 2], "kept")), fails)
     with pytest.raises(RuntimeError, match="the disk"):
         following()
     assert sorted(backends.SQLite().bodies([1, 2])) == [1, 2]  # the batch's own docs are in
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {writes.BATCH}")
         assert cursor.fetchone() == (0,)
+
+
+def test_a_pass_starts_with_a_small_batch_and_doubles_it(big, monkeypatch):
+    """The first batch is read before anything is written: it is small, each next one twice as big up
+    to BATCH. A pass that cannot read entry 350 has made the first two batches searchable."""
+    monkeypatch.setattr(catchup, "FIRST_BATCH", 100)
+    with monkeypatch.context() as patched:
+        unreadable_from(350, patched)
+        assert catchup.catch_up() == 300
+    assert catchup.lag() == N - 300
+    assert hits_of("w300", big) == [300]
+    assert hits_of("w301", big) == []
+    with monkeypatch.context() as patched:
+        unreadable_from(1950, patched)  # the next pass starts small again: 100, 200, 400, 800, then 1000
+        assert catchup.catch_up() == 1500
+    assert hits_of("w1800", big) == [1800]
+    assert hits_of("w1801", big) == []
+    assert catchup.catch_up() == N - 1800
+    assert catchup.lag() == 0
+    assert engine.count("common", tape_key=big.key).total == N
+
+
+def attached() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA database_list")
+        return [name for _, name, _ in cursor.fetchall()]
+
+
+def staged_apart(monkeypatch) -> list[str]:
+    """The databases in memory that the pass's batches are staged in, as they are made."""
+    made, staged = [], writes.Staged.__init__
+
+    def recorded(self, rows, apart=False):
+        staged(self, rows, apart)
+        if self.uri:
+            made.append(self.uri)
+
+    monkeypatch.setattr(writes.Staged, "__init__", recorded)
+    return made
+
+
+def gone(uri: str) -> bool:
+    """No connection holds this database in memory any more: opened again, it is new and empty."""
+    import sqlite3
+
+    with closing(sqlite3.connect(uri, uri=True)) as again:
+        return again.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_batches_committed_on_their_own_are_staged_apart_as_they_are_read_and_let_go(big, monkeypatch):
+    """Outside a caller's transaction the read-ahead puts the next batch into a database in memory of
+    its own while FTS5 writes this one; each is detached and freed once its batch is committed."""
+    made = staged_apart(monkeypatch)
+    staging, seen_while_writing = threading.Event(), []
+    fill = writes.Staged.__init__
+
+    def slow_fill(self, rows, apart=False):
+        staging.set()
+        try:
+            fill(self, rows, apart)
+            time.sleep(0.2)
+        finally:
+            staging.clear()
+
+    def progress() -> int:
+        if staging.is_set():
+            seen_while_writing.append(1)
+        return 0
+
+    monkeypatch.setattr(writes.Staged, "__init__", slow_fill)
+    connection.ensure_connection()
+    connection.connection.set_progress_handler(progress, 1000)
+    try:
+        assert catchup.catch_up() == N
+    finally:
+        connection.connection.set_progress_handler(None, 1000)
+    assert seen_while_writing, "no batch was staged while FTS5 was writing one"
+    assert len(made) == 3  # 1000, 1000 and 600 entries (BATCH is 1000 here)
+    assert attached() == ["main", "temp"] or attached() == ["main"]
+    assert all(gone(uri) for uri in made)
+    assert engine.count("common", tape_key=big.key).total == N
+    assert hits_of("w2600", big) == [2600]
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_staged_apart_whose_write_fails_is_let_go_and_read_again(big, monkeypatch):
+    made = staged_apart(monkeypatch)
+    move, moves = writes._sqlite_move, []
+
+    def fails_second(*args):
+        moves.append(1)
+        if len(moves) == 2:
+            raise RuntimeError("killed mid-write")
+        return move(*args)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(writes, "_sqlite_move", fails_second)
+        with pytest.raises(RuntimeError):
+            catchup.catch_up()
+    assert catchup.lag() == N - 1000  # the first batch is in, the second is not
+    assert "search_staged" not in attached()
+    assert all(gone(uri) for uri in made)
+    assert catchup.catch_up() == N - 1000
+    assert hits_of("w1500", big) == [1500]
+    assert engine.count("common", tape_key=big.key).total == N
+
+
+@sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_an_sqlite_without_shared_memory_databases_stages_in_the_writing_connection(big, monkeypatch):
+    made = staged_apart(monkeypatch)
+    monkeypatch.setattr(writes, "memdb", lambda: False)
+    assert catchup.catch_up() == N
+    assert made == []
+    assert engine.count("common", tape_key=big.key).total == N
+    assert hits_of("w2600", big) == [2600]
