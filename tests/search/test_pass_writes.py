@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 
 import pytest
 from django.db import connection
@@ -93,35 +94,49 @@ sqlite_only = pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite
 
 @sqlite_only
 def test_sqlite_reads_the_next_batch_while_fts5_tokenises_this_one(big, monkeypatch):
-    """The read-ahead runs while FTS5's insert is under way, not after it: SQLite's progress handler
-    (called between the steps of a running statement) sees a batch being read."""
-    reading, seen_while_writing = threading.Event(), []
-    made = catchup.entry_rows
+    """The read-ahead runs while FTS5's insert is under way, not after it."""
+    reading = slowed(catchup, "entry_rows", monkeypatch)
+    with seen_while_writing(reading) as seen:
+        assert catchup.catch_up() == N
+    assert seen, "no batch was read while FTS5 was writing one"
+    assert engine.count("common", tape_key=big.key).total == N
+    assert hits_of("w2600", big) == [2600]
 
-    def slow_rows(*args):
-        reading.set()
+
+def slowed(owner: object, name: str, monkeypatch) -> threading.Event:
+    """`owner.name` made as slow as a big batch's work at this tape's size; set while it runs."""
+    running, work = threading.Event(), getattr(owner, name)
+
+    def slow(*args, **kwargs):
+        running.set()
         try:
-            rows = made(*args)
-            time.sleep(0.2)  # a big batch's reading, at this tape's size
-            return rows
+            done = work(*args, **kwargs)
+            time.sleep(0.2)
+            return done
         finally:
-            reading.clear()
+            running.clear()
+
+    monkeypatch.setattr(owner, name, slow)
+    return running
+
+
+@contextmanager
+def seen_while_writing(running: threading.Event) -> Iterator[list[int]]:
+    """Each time SQLite's progress handler (called between the steps of a running statement) finds
+    `running` set."""
+    seen: list[int] = []
 
     def progress() -> int:
-        if reading.is_set():
-            seen_while_writing.append(threading.current_thread().name)
+        if running.is_set():
+            seen.append(1)
         return 0
 
-    monkeypatch.setattr(catchup, "entry_rows", slow_rows)
     connection.ensure_connection()
     connection.connection.set_progress_handler(progress, 1000)
     try:
-        assert catchup.catch_up() == N
+        yield seen
     finally:
         connection.connection.set_progress_handler(None, 1000)
-    assert seen_while_writing, "no batch was read while FTS5 was writing one"
-    assert engine.count("common", tape_key=big.key).total == N
-    assert hits_of("w2600", big) == [2600]
 
 
 @sqlite_only
@@ -208,32 +223,12 @@ def test_batches_committed_on_their_own_are_staged_apart_as_they_are_read_and_le
     """Outside a caller's transaction the read-ahead puts the next batch into a database in memory of
     its own while FTS5 writes this one; each is detached and freed once its batch is committed."""
     made = staged_apart(monkeypatch)
-    staging, seen_while_writing = threading.Event(), []
-    fill = writes.Staged.__init__
-
-    def slow_fill(self, rows, apart=False):
-        staging.set()
-        try:
-            fill(self, rows, apart)
-            time.sleep(0.2)
-        finally:
-            staging.clear()
-
-    def progress() -> int:
-        if staging.is_set():
-            seen_while_writing.append(1)
-        return 0
-
-    monkeypatch.setattr(writes.Staged, "__init__", slow_fill)
-    connection.ensure_connection()
-    connection.connection.set_progress_handler(progress, 1000)
-    try:
+    staging = slowed(writes.Staged, "__init__", monkeypatch)
+    with seen_while_writing(staging) as seen:
         assert catchup.catch_up() == N
-    finally:
-        connection.connection.set_progress_handler(None, 1000)
-    assert seen_while_writing, "no batch was staged while FTS5 was writing one"
+    assert seen, "no batch was staged while FTS5 was writing one"
     assert len(made) == 3  # 1000, 1000 and 600 entries (BATCH is 1000 here)
-    assert attached() == ["main", "temp"] or attached() == ["main"]
+    assert "search_staged" not in attached()
     assert all(gone(uri) for uri in made)
     assert engine.count("common", tape_key=big.key).total == N
     assert hits_of("w2600", big) == [2600]
@@ -272,3 +267,12 @@ def test_an_sqlite_without_shared_memory_databases_stages_in_the_writing_connect
     assert made == []
     assert engine.count("common", tape_key=big.key).total == N
     assert hits_of("w2600", big) == [2600]
+
+
+@sqlite_only
+def test_fts5_keeps_the_write_settings_the_pass_was_measured_with(db):
+    """The search table's own config (migrations 0003 and 0004): a transaction's terms kept in memory
+    up to 16 MB before FTS5 writes them as a segment, and a level's segments merged once 16 are there."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT k, v FROM search_doc_config WHERE k IN ('hashsize', 'automerge')")
+        assert dict(cursor.fetchall()) == {"automerge": 16, "hashsize": 16 * 1024 * 1024}
