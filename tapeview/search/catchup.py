@@ -40,9 +40,6 @@ T = TypeVar("T")
 # FTS5 writes a segment per commit, so fewer, larger batches cost less to write and to merge.
 BATCH = 20_000
 BATCH_BYTES = 16_000_000  # ...or this many bytes of the file, whichever comes first
-# A pass's first batch is read before anything is written (each later one while the one before is
-# written): it is small, and each next batch twice the one before, up to BATCH.
-FIRST_BATCH = 1_250
 PAGE_BUDGET = 2.0  # seconds a search request may spend catching up where no background indexer runs
 ANALYZE_AFTER = 100_000  # docs made in one pass after which PostgreSQL's statistics are renewed
 
@@ -164,16 +161,14 @@ def _batches(backend: Engine, tape: Tape, mark: SearchedTape, apart: bool) -> It
     """The rows of the entries not yet searchable as the engine writes them (`prepare`), a batch at a
     time, each with its size and where it ends (offset, next_pos)."""
     docs = _unsearched(tape, mark)
-    limit = min(FIRST_BATCH, BATCH)
     while True:
-        batch = _Batch(docs, limit)
+        batch = _Batch(docs)
         # Rows are made as the lines are read: a batch never holds their parsed JSON (thousands of
         # objects each for the garbage collector to walk), only their rows.
         rows = entry_rows(backend, tape, batch)
         if not batch.size:
             return
         yield backend.prepare(rows, apart), batch.size, batch.offset, batch.next_pos
-        limit = min(BATCH, limit * 2)
 
 
 def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
@@ -194,12 +189,11 @@ def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
 
 
 class _Batch:
-    """The docs of a tape's next entries, up to `limit` of them or as large a share of BATCH_BYTES of
-    the file, as they are read; then where they end (`offset`, `next_pos`)."""
+    """The docs of a tape's next entries, up to BATCH of them or BATCH_BYTES of the file, as they are
+    read; then where they end (`offset`, `next_pos`)."""
 
-    def __init__(self, docs: Iterator[Doc], limit: int) -> None:
+    def __init__(self, docs: Iterator[Doc]) -> None:
         self.docs = docs
-        self.limit, self.bytes = limit, BATCH_BYTES * limit // BATCH
         self.size = 0
         self.offset = self.next_pos = 0
 
@@ -210,7 +204,7 @@ class _Batch:
             self.offset, self.next_pos = doc[1] + doc[2], doc[0] + 1
             yield doc
             read += doc[2]
-            if self.size >= self.limit or read >= self.bytes:
+            if self.size >= BATCH or read >= BATCH_BYTES:
                 return
 
 

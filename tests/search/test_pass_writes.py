@@ -170,26 +170,6 @@ def test_a_read_ahead_that_fails_raises_when_its_result_is_asked_and_leaves_noth
         assert cursor.fetchone() == (0,)
 
 
-def test_a_pass_starts_with_a_small_batch_and_doubles_it(big, monkeypatch):
-    """The first batch is read before anything is written: it is small, each next one twice as big up
-    to BATCH. A pass that cannot read entry 350 has made the first two batches searchable."""
-    monkeypatch.setattr(catchup, "FIRST_BATCH", 100)
-    with monkeypatch.context() as patched:
-        unreadable_from(350, patched)
-        assert catchup.catch_up() == 300
-    assert catchup.lag() == N - 300
-    assert hits_of("w300", big) == [300]
-    assert hits_of("w301", big) == []
-    with monkeypatch.context() as patched:
-        unreadable_from(1950, patched)  # the next pass starts small again: 100, 200, 400, 800, then 1000
-        assert catchup.catch_up() == 1500
-    assert hits_of("w1800", big) == [1800]
-    assert hits_of("w1801", big) == []
-    assert catchup.catch_up() == N - 1800
-    assert catchup.lag() == 0
-    assert engine.count("common", tape_key=big.key).total == N
-
-
 def attached() -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA database_list")
