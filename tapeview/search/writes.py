@@ -213,8 +213,10 @@ def sqlite_pass() -> Iterator[None]:
 # docs share it (agents repeat themselves: prompts, tool outputs, handoffs), each distinct set of
 # the columns docs share (tape, source, kind, name, tags) once, and the rest as lists joined by
 # commas (the driver dumps a Python list an element at a time; ids and ISO dates hold no comma).
+# `texts` is MATERIALIZED: inlined into the join, as PostgreSQL does with a CTE read once, its
+# to_tsvector ran once per doc, not once per text (a batch of the real tape: 1.17 s against 0.10 s).
 PG_INSERT = (
-    "WITH texts AS (SELECT n, body, to_tsvector('simple', words) AS tsv "
+    "WITH texts AS MATERIALIZED (SELECT n, body, to_tsvector('simple', words) AS tsv "
     "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), "
     "labels AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::text[], "
     "%s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
