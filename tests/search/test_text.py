@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,6 +49,19 @@ def test_every_cjk_character_is_set_apart():
 def test_words_split_identifiers_and_cjk_like_the_tokenizer():
     assert words("context_length_exceeded fs_read") == ["context", "length", "exceeded", "fs", "read"]
     assert words("Café src/parser.py 中文abc") == ["cafe", "src", "parser", "py", "中", "文", "abc"]
+
+
+def test_words_of_ascii_text_are_the_words_fts5_finds():
+    """Every ASCII character between two words: `words` (translate() for ASCII text) splits where
+    FTS5's own tokenizer does, or joins as it does."""
+    text = " ".join(f"a{chr(c)}b{c} Q{chr(c)}{chr(c)}z" for c in range(1, 128))
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    db.execute("INSERT INTO t (body) VALUES (?)", [text])
+    found = [term for (term,) in db.execute("SELECT term FROM v ORDER BY offset")]
+    assert words(text) == found
+    assert len(found) > 2 * 127  # most characters do split
 
 
 @pytest.mark.parametrize(
