@@ -47,12 +47,13 @@ def fold(rows: Sequence[Row], bodies: Mapping[int, str], query: Sequence[Term]) 
     longest = max((len(t.words) for t in query), default=0)
     matched: dict[int, list[str]] = {}
     seen: dict[str, list[str]] = {}  # the same text, matched once: agents write many texts again and again
+    lines: dict[str, str | None] = {}  # and the same lines in different texts
     for i, row in enumerate(rows):
         if row.id in bodies and query:
             body = bodies[row.id]
             if (found := seen.get(body)) is None:
-                some = (joined_words(x) for x in _lines_with(folded(body), firsts))
-                found = seen[body] = [x for x in some if any(n in f" {x} " for n in needles)]
+                some = (_matching(x, lines, needles) for x in _lines_with(folded(body), firsts))
+                found = seen[body] = [x for x in some if x is not None]
             matched[i] = found
     # The longest few lines that say more than the words matched: a copy holds one of them.
     telling = {
@@ -97,6 +98,15 @@ def _copied(lines: list[str] | None, earlier: list[int], telling: Mapping[int, l
     return best
 
 
+def _matching(line: str, lines: dict[str, str | None], needles: list[str]) -> str | None:
+    """The words of a line joined by spaces if they hold a term of the query (a needle), else None;
+    each line's once (`lines`)."""
+    if line not in lines:
+        words = joined_words(line)
+        lines[line] = words if any(n in f" {words} " for n in needles) else None
+    return lines[line]
+
+
 def _lines_with(low: str, firsts: re.Pattern) -> list[str]:
     """The first LINES lines of a doc's folded text in which one of the `firsts` is, the first line
     (the entry's kind and name) left out: where a term of the query may be. Found by the words, not
@@ -104,13 +114,10 @@ def _lines_with(low: str, firsts: re.Pattern) -> list[str]:
     found, end = [], low.find("\n")
     if end < 0:
         return []
-    for m in firsts.finditer(low, end + 1):
-        if m.start() < end:
-            continue  # a line already taken
+    # Looked for again after each line taken: a line may hold the word many times (a CSV's rows).
+    while len(found) < LINES and (m := firsts.search(low, end + 1)):
         start = low.rfind("\n", 0, m.start()) + 1
         end = low.find("\n", m.start())
         end = len(low) if end < 0 else end
         found.append(low[start:end])
-        if len(found) == LINES:
-            break
     return found
