@@ -65,11 +65,18 @@ def fold(rows: Sequence[Row], bodies: Mapping[int, str], query: Sequence[Term]) 
     lead: dict[int, int] = {}
     same: dict[tuple, int] = {}  # (tape, matching lines) -> the lead of those lines
     leads: dict[int | None, list[int]] = {}  # per tape, in the order rows are taken here
+    # Per tape and tier, the leads of the tiers before it: the tape's leads when its first row of
+    # the tier is taken, as rows are taken tier by tier (looked for at every row, they cost as the
+    # square of a tape's rows).
+    lower: dict[tuple[int | None, int], list[int]] = {}
     for i in sorted(range(len(rows)), key=lambda i: (TIERS.get(rows[i].kind, 0), i)):
         row, found = rows[i], matched.get(i)
         tier = TIERS.get(row.kind, 0)
-        earlier = [j for j in leads.get(row.tape_id, ()) if TIERS.get(rows[j].kind, 0) < tier]
-        copied = _copied(found, earlier, telling) if tier else None
+        copied = None
+        if tier:
+            if (earlier := lower.get((row.tape_id, tier))) is None:
+                earlier = lower[row.tape_id, tier] = [*leads.get(row.tape_id, ())]
+            copied = _copied(found, earlier, telling)
         if copied is None:
             copied = same.setdefault((row.tape_id, tuple(found)), i) if found else i
         lead[i] = copied
