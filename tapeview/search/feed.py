@@ -18,8 +18,8 @@ from tapeview.tapes.models import Tape
 from . import backends, catchup
 from .catchup import forget_tape
 from .docs import LAST_POS, SHIFT, date_text, store_span, tags, tape_span
+from .memory_text import memory_docs
 from .models import IndexedStore, SearchedTape
-from .text import memory_docs
 
 __all__ = ["LAST_POS", "SHIFT", "store_span", "tape_span"]
 

@@ -1,4 +1,4 @@
-"""The searchable text of entries and memory items, and user queries made safe for FTS5 and tsquery.
+"""The searchable text of tape entries, and user queries made safe for FTS5 and tsquery.
 
 Plain Python (no Django). Both engines see the same words: runs of letters and digits, every
 CJK character a word of its own (so one- and two-character Chinese and Japanese words are found),
@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 LIMIT = 16_000  # characters of text indexed per entry (and per memory doc)
@@ -28,9 +27,7 @@ _TOKEN = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
 _TERM = re.compile(r'"([^"]*)"?|(\S+)')
 _PUNCT = re.compile(f"([{CJK}]|[^\\w\\s]|_)")
 _SPACE = re.compile(r"\s")
-# ASCII text's words by str.translate and split(), about 5x faster than _TOKEN.findall (whose
-# result it is: letters and digits kept, anything else a space); other text is left to _TOKEN,
-# which translate() with a table of its own was slower at.
+# ASCII text's words (_TOKEN's) by translate() and split(): about 5x faster than findall there.
 _ASCII_WORDS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 _MARKERS = re.compile("[\x00-\x03]")  # and U+0000, which PostgreSQL's text cannot hold
 # Keys whose values are ids, types or times: noise in a text index.
@@ -103,12 +100,12 @@ def pg_body(text: str) -> str:
 
 def pg_words(text: str) -> str:
     """The words of a text, lowercased and folded, for to_tsvector('simple', ...)."""
-    return " ".join(words(text))
+    return joined_words(folded(text))
 
 
 def words(text: str) -> list[str]:
     """The words FTS5's unicode61 tokenizer would find, after spaced_cjk, lowercased."""
-    return _words_of(folded(text))
+    return joined_words(folded(text)).split()
 
 
 def folded(text: str) -> str:
@@ -125,11 +122,7 @@ def word_spans(text: str) -> list[tuple[int, int, str]]:
 
 def joined_words(low: str) -> str:
     """The words of a folded text joined by single spaces."""
-    return " ".join(_words_of(low))
-
-
-def _words_of(low: str) -> list[str]:
-    return low.translate(_ASCII_WORDS).split() if low.isascii() else _TOKEN.findall(low)
+    return " ".join(low.translate(_ASCII_WORDS).split() if low.isascii() else _TOKEN.findall(low))
 
 
 def terms(q: str) -> list[Term]:
@@ -249,60 +242,3 @@ except ImportError:  # pragma: no cover - `make setup` builds it
     native = None
 else:
     native.configure(LIMIT, MAX_DEPTH, SKIP_KEYS, cjk_ranges())
-
-
-@dataclass(frozen=True)
-class Doc:
-    """One searchable memory item: where it is in its store, its text and its time if it has one."""
-
-    item: str
-    text: str
-    date: datetime | None = None
-
-
-def memory_docs(snapshot: Any) -> list[Doc]:
-    """A doc per item of a store snapshot (zone texts, history entries, yachiyo entries, kv pairs),
-    else docs of its text, each at most LIMIT characters."""
-    docs: list[Doc] = []
-    for item in snapshot.items:
-        if hasattr(item, "long_term") and hasattr(item, "daily"):  # a Bub memory zone: only the current one
-            if str(item.version) == snapshot.version:
-                docs += _chunks("long_term", item.long_term, item.date)
-                docs += [Doc(f"daily {day}", text[:LIMIT], _when(day)) for day, text in item.daily.items()]
-        elif hasattr(item, "keywords") and hasattr(item, "content"):  # a yachiyo entry
-            text = item.content + "\n" + " ".join(item.keywords)
-            docs.append(Doc(str(item.id), text[:LIMIT], _when(item.updated_at)))
-        elif hasattr(item, "line") and hasattr(item, "content"):  # a nanobot history entry
-            docs.append(Doc(f"line {item.line}", item.content[:LIMIT], _when(item.timestamp)))
-        elif hasattr(item, "key") and hasattr(item, "value"):  # an araliya kv pair
-            docs.append(Doc(str(item.key), f"{item.key}: {item.value}"[:LIMIT]))
-    if not snapshot.items:
-        docs = _chunks("", snapshot.text, None)
-    return [doc for doc in docs if doc.text.strip()]
-
-
-def _chunks(item: str, text: str, when: datetime | None) -> list[Doc]:
-    """A long text split at line ends into parts of at most LIMIT characters."""
-    parts, current, size = [], [], 0
-    for line in text.splitlines(keepends=True):
-        if current and size + len(line) > LIMIT:
-            parts.append("".join(current))
-            current, size = [], 0
-        current.append(line[:LIMIT])
-        size += min(len(line), LIMIT)
-    if current:
-        parts.append("".join(current))
-    if len(parts) <= 1:
-        return [Doc(item, part, when) for part in parts]
-    return [Doc(f"{item} part {n}".strip(), part, when) for n, part in enumerate(parts, 1)]
-
-
-def _when(value: object) -> datetime | None:
-    """A time as a store writes it (ISO, with `Z`, or naive local time as nanobot does)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.astimezone()

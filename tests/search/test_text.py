@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 
 from memory_admin.stores.model import Snapshot
+from tapeview.search.memory_text import Doc, memory_docs
 from tapeview.search.text import (
     LIMIT,
     MARK,
     START,
     STOP,
-    Doc,
     entry_text,
     fts_body,
     fts_query,
-    memory_docs,
     pg_body,
     pg_query,
     pg_words,
