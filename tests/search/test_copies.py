@@ -63,6 +63,13 @@ def test_a_handoff_event_folds_under_its_anchor_never_the_other_way():
     assert groups("context_length_exceeded", event, anchor) == [[2, 1]]
 
 
+def test_an_event_never_folds_under_another_event_by_what_it_quotes():
+    """Events fold under the tiers before theirs (messages, then anchors), never under an event."""
+    plan = Row(1, 1, "event", "plan", "rewrite the csv parser with quoted fields")
+    step = Row(2, 1, "event", "step", "rewrite the csv parser with quoted fields\nthen run the parser tests")
+    assert groups("parser", plan, step) == [[1], [2]]
+
+
 def test_entries_whose_matching_lines_are_the_same_fold_under_the_best():
     first = Row(1, 1, "message", "user", "continue with the parser\nmore")
     again = Row(2, 1, "message", "user", "continue with the parser\nother")
