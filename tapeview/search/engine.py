@@ -133,7 +133,10 @@ def search(
         )
         page += [[row] for row in past]
     snippets = backend.snippets(q, [group[0].id for group in page])
-    tapes = Tape.objects.in_bulk({row.tape_id for group in page for row in group})
+    # What a hit shows of its tape, not the tape's counts and state (2-5 ms more at scale 1).
+    tapes = Tape.objects.only("key", "label", "host").in_bulk(
+        {row.tape_id for group in page for row in group}
+    )
     hits = []
     for lead, *repeats in page:
         tape = tapes.get(lead.tape_id)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .text import Term, word_spans
 
 Span = tuple[int, int]
-_MARKERS = re.compile("[\x01-\x03]")  # text.MARK, START and STOP: what the engines add to the text
-_BLANK = re.compile(r"\s+")
+_MARKERS = str.maketrans("", "", "\x01\x02\x03")  # text.MARK, START and STOP: what the engines add
 _SEPARATE = re.compile(r"[^\W_]|\s")  # what keeps two matches apart: a letter, digit or space between
 
 
@@ -26,7 +25,7 @@ def marked(snippet: str, query: Sequence[Term], head: str = "") -> tuple[str, tu
     that touch (`中` and `文` in `中文`) are one. A `head` the snippet starts with (an entry's
     kind and name, which pages show apart) is left out, unless a match is in it.
     """
-    plain = _BLANK.sub(" ", _MARKERS.sub("", snippet)).strip()
+    plain = " ".join(snippet.translate(_MARKERS).split())  # split() splits where the regex \s would
     spans = _matches(plain, query)
     cut = len(head) + 1
     if head and plain.startswith(head + " ") and len(plain) > cut and (not spans or spans[0][0] >= cut):
@@ -36,15 +35,17 @@ def marked(snippet: str, query: Sequence[Term], head: str = "") -> tuple[str, tu
 
 def _matches(text: str, query: Sequence[Term]) -> tuple[Span, ...]:
     tokens = word_spans(text)
+    words = [word for _, _, word in tokens]
     found: list[Span] = []
-    for k in range(len(tokens)):
-        for term in query:
-            last = k + len(term.words) - 1
-            if last >= len(tokens) or any(tokens[k + n][2] != w for n, w in enumerate(term.words[:-1])):
+    for term in query:
+        *lead, last = term.words
+        n = len(lead)
+        for k in _starts(words, None if term.prefix and not lead else term.words[0]):
+            if k + n >= len(words) or words[k : k + n] != lead:
                 continue
-            word = tokens[last][2]
-            if word == term.words[-1] or (term.prefix and word.startswith(term.words[-1])):
-                found.append((tokens[k][0], tokens[last][1]))
+            word = words[k + n]
+            if word == last or (term.prefix and word.startswith(last)):
+                found.append((tokens[k][0], tokens[k + n][1]))
     spans: list[Span] = []
     for start, end in sorted(found):
         if spans and (start <= spans[-1][1] or not _SEPARATE.search(text, spans[-1][1], start)):
@@ -52,6 +53,21 @@ def _matches(text: str, query: Sequence[Term]) -> tuple[Span, ...]:
         else:
             spans.append((start, end))
     return tuple(spans)
+
+
+def _starts(words: list[str], first: str | None) -> Iterator[int]:
+    """Where a term may start among the words: at each `first` (found by list.index, in C), or
+    anywhere for a term of one word that may be a prefix."""
+    if first is None:
+        yield from range(len(words))
+        return
+    k = -1
+    while True:
+        try:
+            k = words.index(first, k + 1)
+        except ValueError:
+            return
+        yield k
 
 
 def marked_html(plain: str, spans: tuple[Span, ...]) -> str:

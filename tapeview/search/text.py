@@ -117,6 +117,9 @@ def folded(text: str) -> str:
 
 def word_spans(text: str) -> list[tuple[int, int, str]]:
     """The words of a text as `words` finds them, each with its [start, end) in the text."""
+    low = folded(text)
+    if len(low) == len(text):  # folded a character at a time: the words lie where the text's do
+        return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(low)]
     return [(m.start(), m.end(), folded(m.group())) for m in _TOKEN.finditer(text)]
 
 

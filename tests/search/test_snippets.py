@@ -47,6 +47,9 @@ def test_white_space_runs_become_one_space():
         ("pars*", "the Parser parses", ["Parser", "parses"]),
         ("cafe", "Café au lait", ["Café"]),
         ("README", "READMEs", []),
+        ("cafe", "İstanbul ǅ café", ["café"]),  # letters that lowercase or fold to two come before it
+        ("do* blue", "a blue dog, blue", ["blue", "dog", "blue"]),  # a prefix and a word
+        ('"a a b"', "a a a b a", ["a a b"]),  # a phrase found where its first word repeats
     ],
 )
 def test_what_counts_as_a_match(q, snippet, found):
