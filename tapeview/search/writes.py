@@ -215,9 +215,6 @@ def sqlite_pass() -> Iterator[None]:
 # commas (the driver dumps a Python list an element at a time; ids and ISO dates hold no comma).
 # `texts` is MATERIALIZED: inlined into the join, as PostgreSQL does with a CTE read once, its
 # to_tsvector ran once per doc, not once per text (a batch of the real tape: 1.17 s against 0.10 s).
-# The rows go in in id order: the joins gave them out grouped by text (a merge join, or the texts
-# probing a hash of the docs), so a search walking the primary key down (a common word's) read a page
-# a row (scale 1, `passed`'s walk: 53,475 buffers; written in id order, 6,032).
 PG_INSERT = (
     "WITH texts AS MATERIALIZED (SELECT n, body, to_tsvector('simple', words) AS tsv "
     "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), "
@@ -230,7 +227,7 @@ PG_INSERT = (
     "(string_to_array(%s, ','))[2:]) AS d(id, n, label, pos, date)) "
     f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) "
     f"SELECT id, body, {COLUMNS}, tsv || array_to_tsvector(string_to_array(tags, ' ')) "
-    "FROM docs JOIN texts USING (n) JOIN labels USING (label) ORDER BY id ON CONFLICT (id) DO UPDATE SET "
+    "FROM docs JOIN texts USING (n) JOIN labels USING (label) ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in ("body", *META, "tsv"))
 )
 

@@ -3,7 +3,6 @@ commit, and the settings the pass writes under are put back after it, also when 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -13,8 +12,6 @@ import pytest
 from django.db import connection
 
 from tapeview.search import backends, catchup, engine, writes
-from tapeview.tapes import discovery
-from tapeview.tapes.models import Tape
 from tests.search.conftest import N, hits_of
 
 pytestmark = pytest.mark.django_db
@@ -259,39 +256,3 @@ def test_fts5_keeps_the_write_settings_the_pass_was_measured_with(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT k, v FROM search_doc_config WHERE k IN ('hashsize', 'automerge')")
         assert dict(cursor.fetchall()) == {"automerge": 16, "hashsize": 16 * 1024 * 1024}
-
-
-@pytest.mark.skipif(
-    "connection.vendor != 'postgresql'", reason="PostgreSQL's table in the order it was written"
-)
-def test_postgresql_keeps_the_docs_in_id_order_so_a_walk_newest_first_reads_page_after_page(
-    served, monkeypatch
-):
-    # Texts that repeat among many that do not (a prompt copied between messages): the statement names
-    # each text once, and its joins gave the docs out grouped by their text.
-    monkeypatch.setattr(catchup, "BATCH", 1000)
-    lines = [
-        json.dumps(
-            {
-                "id": n,
-                "kind": "message",
-                "payload": {"role": "user", "content": "again" if n % 10 == 0 else f"entry w{n}"},
-                "meta": {},
-                "date": "2026-01-01T10:00:00+00:00",
-            }
-        )
-        for n in range(1, N + 1)
-    ]
-    (served["samples"] / "repeats.jsonl").write_text("\n".join(lines) + "\n")
-    discovery.sync()
-    tape = Tape.objects.get(source="samples", name="repeats")
-    catchup.catch_up()
-    with connection.cursor() as cursor:
-        # Each doc's page, newest doc first.
-        cursor.execute(
-            "SELECT (ctid::text::point)[0] FROM search_doc WHERE tape_id = %s ORDER BY id DESC", [tape.pk]
-        )
-        pages = [page for (page,) in cursor.fetchall()]
-    turns = sum(1 for a, b in zip(pages, pages[1:], strict=False) if a != b)
-    # Page after page: each page once (the first docs may fill the room left on an earlier page).
-    assert len(pages) == N and turns <= len(set(pages)) + 2
