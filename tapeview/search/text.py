@@ -117,8 +117,9 @@ def folded(text: str) -> str:
 
 def word_spans(text: str) -> list[tuple[int, int, str]]:
     """The words of a text as `words` finds them, each with its [start, end) in the text."""
-    low = folded(text)
-    if len(low) == len(text):  # folded a character at a time: the words lie where the text's do
+    # Folded whole where each character folds to one, alone (str.lower's one rule by context is the
+    # final sigma): the words then lie where the text's do, and fold as they would alone.
+    if "\u03a3" not in text and len(low := folded(text)) == len(text):
         return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(low)]
     return [(m.start(), m.end(), folded(m.group())) for m in _TOKEN.finditer(text)]
 

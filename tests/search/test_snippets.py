@@ -48,6 +48,7 @@ def test_white_space_runs_become_one_space():
         ("cafe", "Café au lait", ["Café"]),
         ("README", "READMEs", []),
         ("cafe", "İstanbul ǅ café", ["café"]),  # letters that lowercase or fold to two come before it
+        ("οδος", "ΟΔΟΣ.Α", ["ΟΔΟΣ"]),  # a word's case as its own: Σ ends the word, though a letter follows
         ("do* blue", "a blue dog, blue", ["blue", "dog", "blue"]),  # a prefix and a word
         ('"a a b"', "a a a b a", ["a a b"]),  # a phrase found where its first word repeats
     ],
