@@ -10,12 +10,14 @@ import pytest
 
 from memory_admin.stores.model import Snapshot
 from tapeview.search.memory_text import Doc, memory_docs
+from tapeview.search.text import _TOKEN as TOKEN
 from tapeview.search.text import (
     LIMIT,
     MARK,
     START,
     STOP,
     entry_text,
+    folded,
     fts_body,
     fts_query,
     pg_body,
@@ -23,6 +25,7 @@ from tapeview.search.text import (
     pg_words,
     spaced_cjk,
     terms,
+    word_spans,
     words,
 )
 from tapeview.sources import bub
@@ -61,6 +64,23 @@ def test_words_of_ascii_text_are_the_words_fts5_finds():
     found = [term for (term,) in db.execute("SELECT term FROM v ORDER BY offset")]
     assert words(text) == found
     assert len(found) > 2 * 127  # most characters do split
+
+
+def test_the_words_of_a_text_folded_whole_are_its_words_folded_each_alone():
+    """Every character of the BMP, and every other that folds, beside a letter and a CJK character:
+    where `word_spans` folds the whole text at once (each character folding to one, no capital
+    sigma), its words lie and fold as the text's words folded one by one, as snippets mark them."""
+    one = [
+        chr(c)
+        for c in range(0x110000)
+        if not 0xD800 <= c <= 0xDFFF
+        and c != 0x3A3
+        and len(folded(chr(c))) == 1
+        and (c < 0x10000 or folded(chr(c)) != chr(c))
+    ]
+    text = "".join(f" {c} 中{c}x" for c in one)
+    assert len(folded(text)) == len(text)  # folded whole, not word by word
+    assert word_spans(text) == [(m.start(), m.end(), folded(m.group())) for m in TOKEN.finditer(text)]
 
 
 @pytest.mark.parametrize(
