@@ -179,6 +179,10 @@ def measure(folder: Path, manifest: dict, db: str, runs: int, refreshes: int) ->
     catch_up = search_pass()
     if catch_up:  # full-text search as a pass of its own: made whole before searches are timed
         catch_up()
+        from tapeview.search import backends
+
+        upkeep, _ = timed(lambda: backends.current().tidy(whole=True))  # PostgreSQL's slices
+        print(f"[{db}] the search index's upkeep after its pass: {upkeep:.0f} s", flush=True)
     entries = manifest["counts"]["tapes"]["entries"] + n_big + n_real
     print(
         f"[{db}] indexed {entries:,} entries of {Tape.objects.count():,} tapes ({many_index:.0f} s for many/)"

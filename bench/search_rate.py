@@ -150,6 +150,11 @@ def searched_database(folder: Path, keep: Path | None) -> None:
     seconds, made = timed(catchup.catch_up)
     if made:
         print(f"made {made:,} entries searchable in {seconds:.0f} s", flush=True)
+    from tapeview.search import backends
+
+    seconds, _ = timed(lambda: backends.current().tidy(whole=True))  # PostgreSQL's slices
+    if seconds >= 1:
+        print(f"the search index's upkeep after its pass: {seconds:.0f} s", flush=True)
 
 
 def _ensure_pg_database(url: str) -> None:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from django.db import connection
 
-from . import windows, writes
+from . import slices, windows, writes
 from .docs import COLUMNS, Found, Where, fetch
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
@@ -136,6 +136,9 @@ class SQLite:
     def analyze(self) -> None:
         """Nothing to do: FTS5's plan is always the walk of its index."""
 
+    def tidy(self, whole: bool) -> None:
+        """Nothing to do: FTS5 walks its index newest first already."""
+
 
 class PostgreSQL:
     """A table with a tsvector of the doc's words and tags (GIN-indexed) beside the text of headlines."""
@@ -213,13 +216,52 @@ class PostgreSQL:
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
         """The newest candidates ranked. Where the statistics say the query matches neither most docs
-        nor few, they are taken window by window from the newest docs down (see `windows.Windows`)."""
+        nor few, they are taken slice by slice from the newest docs down (see `slices`), or where
+        there are no slices, window by window (see `windows.Windows`)."""
         query = self._query(q, where)
         if not query:
             return []
         wanted = candidates(limit, offset)
-        found: list[Found] = []
         ranges = windows.Windows(where, wanted, terms(q))
+        cut = slices.pieces(where.first, where.last) if ranges.buckets or ranges.walk else []
+        if not cut:
+            return self._windowed(q, query, where, ranges, order, limit, offset)
+        found: list[Found] = []
+        with windows.serial(True):
+            for first, last, piece in cut:
+                left = wanted - len(found)
+                if piece is not None:
+                    found += self._sliced(q, query, where, piece, first, last, left)
+                else:
+                    rest = where.narrowed(first, last)
+                    ranges = windows.Windows(rest, left, terms(q))
+                    found += self._windowed(q, query, rest, ranges, order, left, 0)
+                if len(found) >= wanted:
+                    break
+        return _ranked(found, order)[offset : offset + limit]
+
+    def _sliced(
+        self, q: str, query: str, where: Where, piece: slices.Slice, first: int, last: int, wanted: int
+    ) -> list[Found]:
+        """The newest `wanted` matches from `first` to `last`, all in this slice, scored: its range
+        named as its index's predicate names it, so the plan reads that index alone."""
+        tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
+        inner = (
+            f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
+            f"AND {piece.sql()} AND id BETWEEN %s AND %s AND {tapes} AND {where.sql} "
+            "ORDER BY id DESC LIMIT %s"
+        )
+        rank = "ts_rank(tsv, to_tsquery('simple', %s), 1) AS score"
+        sql = f"SELECT id, {COLUMNS}, {rank} FROM ({inner}) AS found"
+        params = [pg_query(q), query, first, last, *tape_ids, *where.params, wanted]
+        return [Found(*row) for row in fetch(sql, params)]
+
+    def _windowed(
+        self, q: str, query: str, where: Where, ranges: windows.Windows, order: str, limit: int, offset: int
+    ) -> list[Found]:
+        """The newest `ranges.wanted` candidates, ranked and cut to the page, window by window."""
+        wanted = ranges.wanted
+        found: list[Found] = []
         with windows.serial(ranges.buckets > 0):
             for first, last, spans, tapes in ranges:
                 window = where.within(spans, tapes, first, last)
@@ -236,10 +278,7 @@ class PostgreSQL:
                 found += [Found(*row) for row in fetch(sql, [pg_query(q), *params])]
                 ranges.found = len(found)
         if ranges.taken > 1:
-            if order == "relevance":
-                found.sort(key=lambda r: (r.score, r.id), reverse=True)
-            else:  # ISO dates as text: their order is their time order
-                found.sort(key=lambda r: (r.date, r.id), reverse=True)
+            found = _ranked(found, order)
         return found[offset : offset + limit]
 
     def count(self, q: str, where: Where, limit: int) -> int:
@@ -267,6 +306,16 @@ class PostgreSQL:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE search_doc")
         windows.forget()
+
+    def tidy(self, whole: bool) -> None:
+        """The slices of the GIN index the docs need: all of them, or one now and then (see slices.keep)."""
+        slices.keep(whole)
+
+
+def _ranked(found: list[Found], order: str) -> list[Found]:
+    if order == "relevance":
+        return sorted(found, key=lambda r: (r.score, r.id), reverse=True)
+    return sorted(found, key=lambda r: (r.date, r.id), reverse=True)  # ISO dates as text: in time order
 
 
 ENGINES = {"sqlite": SQLite, "postgresql": PostgreSQL}

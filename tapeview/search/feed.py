@@ -44,8 +44,13 @@ def tape_reset(sender: object, tape_id: int, **kwargs: object) -> None:
 
 
 def indexer_idle(sender: object, budget: float | None = None, **kwargs: object) -> int:
-    """The indexer read what it was told of: the search pass goes on for at most `budget` seconds."""
-    return catchup.catch_up(budget)
+    """The indexer read what it was told of: the search pass goes on for at most `budget` seconds, and
+    then the index's upkeep (PostgreSQL's slices: all of them without a budget, else a step now and then)."""
+    made = catchup.catch_up(budget)
+    backend = backends.current()
+    if backend is not None:
+        backend.tidy(whole=budget is None)
+    return made
 
 
 def store_changed(sender: object, store: MemoryStore, snapshot, **kwargs: object) -> None:
