@@ -33,6 +33,7 @@ NAME = re.compile(rf"{PREFIX}(\d+)_(\d+|top)")
 LOCK = 0x7461_7065_7376  # the advisory lock of the process that changes the slices
 LISTED_SECONDS = 60.0  # how long a process keeps the list of slices before it reads it again
 KEEP_SECONDS = 60.0  # how often a pass with a budget looks for a slice to make
+LOCK_WAIT = "5s"  # how long a change waits for the table before it gives up
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,9 @@ def keep(whole: bool) -> int:
             with transaction.atomic():
                 if not fetch("SELECT pg_try_advisory_xact_lock(%s)", [LOCK])[0][0]:
                     return made  # another process is at it
+                # A change waits for the pass's writes and takes the table from searches while it drops
+                # an index: it gives up (and is tried again later) rather than hold either up long.
+                fetch("SELECT set_config('lock_timeout', %s, true)", [LOCK_WAIT])
                 _listed.clear()
                 change = _next(listed())
                 if not change:

@@ -195,3 +195,21 @@ def test_the_idle_indexer_makes_a_slice_a_minute_and_tapeview_index_all_it_needs
         assert len(slices.listed()) >= 3
     finally:
         slices.forget()
+
+
+def test_a_change_that_waits_on_the_pass_gives_up_and_comes_again(spread, monkeypatch, caplog):  # noqa: F811
+    monkeypatch.setattr(slices, "SLICE", SLICE)
+    monkeypatch.setattr(slices, "LOCK_WAIT", "200ms")
+    slices.forget()
+    params = connection.get_connection_params()
+    writing = psycopg.connect(**{k: v for k, v in params.items() if k in ("dbname", "host", "port", "user")})
+    try:
+        writing.execute("LOCK TABLE search_doc IN ROW EXCLUSIVE MODE")  # another host's pass, mid-batch
+        assert slices.keep(whole=True) == 0
+        assert "slices were left as they were" in caplog.text
+        assert slices.listed() == []
+        assert len(ranked("sparse")) == 20
+    finally:
+        writing.close()
+        slices.forget()
+    assert slices.keep(whole=True) >= 3
