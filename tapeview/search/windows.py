@@ -4,6 +4,7 @@ sized from PostgreSQL's own statistics of the docs table."""
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import time
 from collections.abc import Iterator
@@ -102,7 +103,7 @@ class Windows:
         self.walk = False  # the statistics say: walk the primary key down (see backends._matching)
         self.stats = stats()
         self.picked = where.picked()
-        self.tapes: list[tuple[int, int]] = []  # the picked tapes in the span: (id, entries), newest first
+        self.by_tapes = False  # the windows are the picked tapes' (see `tapes`)
         self.buckets = self._first(query)
 
     def _first(self, query: list[Term]) -> int:
@@ -123,7 +124,7 @@ class Windows:
         since, until = self.where.between
         if self.picked is not None:
             # Within the picked tapes the matches are as dense as anywhere: the windows skip the others.
-            self.tapes = self._tapes()
+            self.by_tapes = True
         elif (since or until) and len(known.dates) > 2:
             low = bisect.bisect_left(known.dates, since) if since else 0
             high = bisect.bisect_left(known.dates, until) if until else len(known.dates)
@@ -142,8 +143,12 @@ class Windows:
         estimate, may read all the GIN index's matches (the rows of the window's bitmap ANDed out)."""
         return min(buckets, WIDEST)
 
-    def _tapes(self) -> list[tuple[int, int]]:
-        """The picked tapes whose docs lie in the Where's span, newest first, with their entries."""
+    @functools.cached_property
+    def tapes(self) -> list[tuple[int, int]]:
+        """The picked tapes whose docs lie in the Where's span, newest first, with their entries, where
+        the windows are theirs: read when the windows are walked (a search in slices never needs them)."""
+        if not self.by_tapes:
+            return []
         assert self.picked is not None
         low, high = max(self.where.first, 0) >> SHIFT, self.where.last >> SHIFT
         return [(tape, n) for tape, n in self.where.sizes(self.picked) if low <= tape <= high]

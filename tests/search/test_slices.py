@@ -21,6 +21,15 @@ pytestmark = [
     pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's GIN index"),
 ]
 
+
+@pytest.fixture(autouse=True)
+def _forgotten():
+    """Each test's slices are rolled back with its database: no other test may read them cached."""
+    slices.forget()
+    yield
+    slices.forget()
+
+
 SLICE = 400  # the docs of `spread`: 3,000 in 8 tapes, and the samples' 549
 
 
