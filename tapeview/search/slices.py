@@ -4,8 +4,9 @@ of that slice's matches alone (backends.PostgreSQL.find).
 
 The whole GIN index costs about 0.25 µs for each match of a word anywhere in the table, and a
 window's rows each cost a read, so a word in 3 % of 5.5 million docs took 50-100 ms to give its
-newest 2,000 matches. In a slice of 150,000 docs it finds them among about 4,500 (docs/performance.md,
-the eighteenth session: the p50 of 20 terms at scale 1 went from 75.6 to 47.5 ms).
+newest 2,000 matches. In a slice of 75,000 docs it finds them among about 2,250 (docs/performance.md,
+the eighteenth session: the p50 of 20 terms at scale 1 went from 76.5 to 44.7 ms). The price: the
+slices' disk (about the whole index's again) and a second GIN insert for each doc in a slice.
 
 A slice is an index named after its range, `search_doc_slice_<low>_<high>` (`_top` for the newest,
 open upwards), so every process reads the ranges from the catalog. The newest slice is split when it
@@ -27,7 +28,7 @@ from .docs import fetch
 
 log = logging.getLogger("tapeview.search")
 
-SLICE = 150_000  # docs a slice holds when made (the newest slice up to twice as many before a split)
+SLICE = 75_000  # docs a slice holds when made (the newest slice up to twice as many before a split)
 PREFIX = "search_doc_slice_"
 NAME = re.compile(rf"{PREFIX}(\d+)_(\d+|top)")
 LOCK = 0x7461_7065_7376  # the advisory lock of the process that changes the slices
