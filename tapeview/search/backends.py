@@ -14,7 +14,7 @@ from typing import TypeVar
 from django.db import connection
 
 from . import slices, windows, writes
-from .docs import COLUMNS, Found, Where, fetch
+from .docs import COLUMNS, Found, Where, fetch, ranked
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
 CANDIDATES = 2000  # the newest matches ranked (by bm25 or ts_rank, or by date)
@@ -226,35 +226,12 @@ class PostgreSQL:
         cut = slices.pieces(where.first, where.last) if ranges.buckets or ranges.walk else []
         if not cut:
             return self._windowed(q, query, where, ranges, order, limit, offset)
-        found: list[Found] = []
-        with windows.serial(True):
-            for first, last, piece in cut:
-                left = wanted - len(found)
-                if piece is not None:
-                    found += self._sliced(q, query, where, piece, first, last, left)
-                else:
-                    rest = where.narrowed(first, last)
-                    ranges = windows.Windows(rest, left, terms(q))
-                    found += self._windowed(q, query, rest, ranges, order, left, 0)
-                if len(found) >= wanted:
-                    break
-        return _ranked(found, order)[offset : offset + limit]
 
-    def _sliced(
-        self, q: str, query: str, where: Where, piece: slices.Slice, first: int, last: int, wanted: int
-    ) -> list[Found]:
-        """The newest `wanted` matches from `first` to `last`, all in this slice, scored: its range
-        named as its index's predicate names it, so the plan reads that index alone."""
-        tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
-        inner = (
-            f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
-            f"AND {piece.sql()} AND id BETWEEN %s AND %s AND {tapes} AND {where.sql} "
-            "ORDER BY id DESC LIMIT %s"
-        )
-        rank = "ts_rank(tsv, to_tsquery('simple', %s), 1) AS score"
-        sql = f"SELECT id, {COLUMNS}, {rank} FROM ({inner}) AS found"
-        params = [pg_query(q), query, first, last, *tape_ids, *where.params, wanted]
-        return [Found(*row) for row in fetch(sql, params)]
+        def rest(within: Where, left: int) -> list[Found]:  # the ids no slice holds: windows, as before
+            return self._windowed(q, query, within, windows.Windows(within, left, terms(q)), order, left, 0)
+
+        found = slices.candidates(pg_query(q), query, where, cut, wanted, rest)
+        return ranked(found, order)[offset : offset + limit]
 
     def _windowed(
         self, q: str, query: str, where: Where, ranges: windows.Windows, order: str, limit: int, offset: int
@@ -278,7 +255,7 @@ class PostgreSQL:
                 found += [Found(*row) for row in fetch(sql, [pg_query(q), *params])]
                 ranges.found = len(found)
         if ranges.taken > 1:
-            found = _ranked(found, order)
+            found = ranked(found, order)
         return found[offset : offset + limit]
 
     def count(self, q: str, where: Where, limit: int) -> int:
@@ -310,12 +287,6 @@ class PostgreSQL:
     def tidy(self, whole: bool) -> None:
         """The slices of the GIN index the docs need: all of them, or one now and then (see slices.keep)."""
         slices.keep(whole)
-
-
-def _ranked(found: list[Found], order: str) -> list[Found]:
-    if order == "relevance":
-        return sorted(found, key=lambda r: (r.score, r.id), reverse=True)
-    return sorted(found, key=lambda r: (r.date, r.id), reverse=True)  # ISO dates as text: in time order
 
 
 ENGINES = {"sqlite": SQLite, "postgresql": PostgreSQL}

@@ -226,6 +226,13 @@ class Where:
         return " AND ".join(self.conditions) or "1 = 1"
 
 
+def ranked(found: list[Found], order: str) -> list[Found]:
+    """Candidates in the order of a page: best first ("relevance"), or newest first ("time")."""
+    if order == "relevance":
+        return sorted(found, key=lambda r: (r.score, r.id), reverse=True)
+    return sorted(found, key=lambda r: (r.date, r.id), reverse=True)  # ISO dates as text: in time order
+
+
 def date_text(value: datetime | None) -> str:
     """A date as text that sorts in time order (UTC, ISO 8601 without the offset); "" for an unknown time.
 

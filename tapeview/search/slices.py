@@ -20,11 +20,13 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import DatabaseError, connection, transaction
 
-from .docs import fetch
+from . import windows
+from .docs import COLUMNS, Found, Where, fetch
 
 log = logging.getLogger("tapeview.search")
 
@@ -100,6 +102,39 @@ def pieces(first: int, last: int) -> list[tuple[int, int, Slice | None]]:
         at = s.low - 1
     if slices and at >= first:
         found.append((first, at, None))
+    return found
+
+
+def candidates(
+    ranked: str,
+    query: str,
+    where: Where,
+    cut: list[tuple[int, int, Slice | None]],
+    wanted: int,
+    rest: Callable[[Where, int], list[Found]],
+) -> list[Found]:
+    """The newest `wanted` matches of `query` (a tsquery's text; `ranked` the one they are scored
+    by), scored, piece by piece of `cut` (see `pieces`) until there are as many: a slice's in one
+    statement that names its range as its index's predicate does, so the plan reads that index
+    alone; a piece no slice holds by `rest`."""
+    found: list[Found] = []
+    tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
+    with windows.serial(True):
+        for first, last, piece in cut:
+            if piece is None:
+                found += rest(where.narrowed(first, last), wanted - len(found))
+            else:
+                inner = (
+                    f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
+                    f"AND {piece.sql()} AND id BETWEEN %s AND %s AND {tapes} AND {where.sql} "
+                    "ORDER BY id DESC LIMIT %s"
+                )
+                rank = "ts_rank(tsv, to_tsquery('simple', %s), 1) AS score"
+                sql = f"SELECT id, {COLUMNS}, {rank} FROM ({inner}) AS found"
+                params = [ranked, query, first, last, *tape_ids, *where.params, wanted - len(found)]
+                found += [Found(*row) for row in fetch(sql, params)]
+            if len(found) >= wanted:
+                break
     return found
 
 
