@@ -39,6 +39,17 @@ def env_float(name: str, default: float, low: float = 0.0) -> float:
     return number
 
 
+def env_int(name: str, default: int, low: int = 0) -> int:
+    value = os.environ.get(name) or str(default)
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a whole number") from None
+    if number < low:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of at least {low}")
+    return number
+
+
 # Where Tapeview keeps its own files (index database, demo data, secret key); `tapeview` makes it.
 HOME = home()
 # Made once by the command line (tapeview.home.prepare); a process started otherwise without one
@@ -68,6 +79,10 @@ TAPEVIEW_WEB_INDEXES = env_bool("TAPEVIEW_WEB_INDEXES", True)
 # A write to another host's file goes through the outbox: the page or API call waits this many
 # seconds for that host's watcher to carry it out, then answers 202 with where to look.
 TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
+# PostgreSQL's GIN index is also kept in slices of this many docs (search/slices.py); the indexer
+# makes at most one change to them every TAPEVIEW_SEARCH_SLICE_SECONDS while it watches.
+TAPEVIEW_SEARCH_SLICE_DOCS = env_int("TAPEVIEW_SEARCH_SLICE_DOCS", 75_000, low=1000)
+TAPEVIEW_SEARCH_SLICE_SECONDS = env_float("TAPEVIEW_SEARCH_SLICE_SECONDS", 60)
 
 
 def env_windows(name: str) -> dict[str, int]:

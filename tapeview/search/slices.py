@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from . import windows
@@ -30,12 +31,12 @@ from .docs import COLUMNS, Found, Where, fetch
 
 log = logging.getLogger("tapeview.search")
 
-SLICE = 75_000  # docs a slice holds when made (the newest slice up to twice as many before a split)
+SLICE = settings.TAPEVIEW_SEARCH_SLICE_DOCS  # docs a slice holds when made (the newest up to twice as many)
 PREFIX = "search_doc_slice_"
 NAME = re.compile(rf"{PREFIX}(\d+)_(\d+|top)")
 LOCK = 0x7461_7065_7376  # the advisory lock of the process that changes the slices
 LISTED_SECONDS = 60.0  # how long a process keeps the list of slices before it reads it again
-KEEP_SECONDS = 60.0  # how often a pass with a budget looks for a slice to make
+KEEP_SECONDS = settings.TAPEVIEW_SEARCH_SLICE_SECONDS  # how often a pass with a budget looks for a change
 LOCK_WAIT = "5s"  # how long a change waits for the table before it gives up
 
 
