@@ -10,7 +10,8 @@ slices' disk (about the whole index's again) and a second GIN insert for each do
 
 A slice is an index named after its range, `search_doc_slice_<low>_<high>` (`_top` for the newest,
 open upwards), so every process reads the ranges from the catalog. The newest slice is split when it
-holds two slices' docs; older docs are sliced from the newest down. Each change is one transaction,
+holds two slices' docs, and so is an older one that its tapes' appends grew as much (a doc's id is
+its tape's and position's); older docs are sliced from the newest down. Each change is one transaction,
 under an advisory lock: one process makes it, and a reader sees the slices before or after it. A
 query names its slice's range, so it is right with any slices, or none, or a list read before a change.
 """
@@ -176,16 +177,15 @@ def keep(whole: bool) -> int:
 
 def _next(slices: list[Slice]) -> list[str]:
     """The statements of the next change the slices need, if any: the first slice (the newest docs),
-    the newest one split, or a slice of the docs below the oldest one."""
+    the newest one split, an older one its tapes grew split, or a slice of the docs below the oldest."""
     top = next((s for s in slices if s.high is None), None)
     if top is None:
         cut = _nth(SLICE, below=None, floor=1)
         if cut is None or _nth(SLICE, below=cut, floor=1) is None:
             return []  # fewer than two slices' docs: the whole index is as fast
         return [_create(Slice(cut, None))]
-    cut = _nth(SLICE, below=None, floor=top.low)
-    if cut is not None and _nth(SLICE, below=cut, floor=top.low) is not None:
-        return [_create(Slice(top.low, cut - 1)), _create(Slice(cut, None)), f"DROP INDEX {top.name}"]
+    if split := _split(top) or _grown(slices):
+        return split
     lowest = slices[-1].low
     if lowest <= 1 or _nth(1, below=lowest, floor=1) is None:
         return []
@@ -193,6 +193,31 @@ def _next(slices: list[Slice]) -> list[str]:
     if cut is None or _nth(SLICE, below=cut, floor=1) is None:
         cut = 1  # the oldest slice takes what is left: up to two slices' docs
     return [_create(Slice(cut, lowest - 1))]
+
+
+def _grown(slices: list[Slice]) -> list[str]:
+    """An older slice split where its tapes' appends (their docs' ids are the tapes' own) grew it to
+    two slices' docs. The docs each index holds as PostgreSQL's statistics say (counted when it was
+    made, estimated by each ANALYZE since) pick the slices that are counted."""
+    held = dict(
+        fetch(
+            "SELECT c.relname, c.reltuples FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'search_doc'::regclass AND c.relname = ANY(%s)",
+            [[s.name for s in slices if s.high is not None]],
+        )
+    )
+    for s in slices:
+        if held.get(s.name, 0) >= 2 * SLICE and (split := _split(s)):
+            return split
+    return []
+
+
+def _split(s: Slice) -> list[str]:
+    """The slice cut in two where its newest SLICE docs begin, if it holds twice as many."""
+    cut = _nth(SLICE, below=None if s.high is None else s.high + 1, floor=s.low)
+    if cut is None or _nth(SLICE, below=cut, floor=s.low) is None:
+        return []
+    return [_create(Slice(s.low, cut - 1)), _create(Slice(cut, s.high)), f"DROP INDEX {s.name}"]
 
 
 def _nth(n: int, below: int | None, floor: int) -> int | None:

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tapeview.search import catchup, slices, windows
+from tapeview.search import backends, catchup, slices, windows
 from tapeview.tapes import discovery, signals
 from tests.search.test_dated_windows import ranked, spread, write_tape  # noqa: F401  (spread: a fixture)
 
@@ -127,6 +127,32 @@ def test_the_newest_slice_is_split_when_it_holds_two_slices_docs(sliced, served,
     assert len(after) == len(before) + 1 and after[2:] == before[1:]
     assert after[1].low == before[0].low and after[0].low == after[1].high + 1
     assert sum(counted(s) for s in after) == docs() >= 3000 + 2 * SLICE
+    for q, filters in QUERIES:
+        assert pages(q, filters)[0] == unsliced(q, filters, monkeypatch)
+
+
+def test_a_slice_an_old_tape_grew_is_split_in_slices_of_its_size(sliced, served, monkeypatch):
+    monkeypatch.setattr(windows, "FEW", 0.5)
+    before = slices.listed()
+    held = [counted(s) for s in before]
+    write_tape(
+        served["samples"] / "a.jsonl", 2026, 3, 300 + 3 * SLICE, newest=False
+    )  # the first tape, appended
+    discovery.sync()
+    catchup.catch_up()
+    # Its docs' ids are the tape's own: they went into an older slice, not the newest.
+    (n, old), *others = [(n, s) for n, s in enumerate(before) if counted(s) != held[n]]
+    assert not others and old.high is not None and counted(old) == held[n] + 3 * SLICE
+    backends.PostgreSQL().analyze()  # as the pass does after many docs, or autovacuum
+    assert slices.keep(whole=True) >= 1
+    after = slices.listed()
+    grown = [s for s in after if s not in before]
+    assert after == before[:n] + grown + before[n + 1 :]  # the others as they were
+    assert len(grown) >= 2 and grown[0].high == old.high and grown[-1].low == old.low
+    for newer, older in zip(grown, grown[1:], strict=False):
+        assert older.high == newer.low - 1
+    assert all(SLICE <= counted(s) < 2 * SLICE for s in grown)
+    assert sum(counted(s) for s in after) == docs()
     for q, filters in QUERIES:
         assert pages(q, filters)[0] == unsliced(q, filters, monkeypatch)
 
