@@ -14,7 +14,7 @@ from typing import TypeVar
 from django.db import connection
 
 from . import slices, windows, writes
-from .docs import COLUMNS, Found, Where, fetch, ranked
+from .docs import COLUMNS, Found, Where, fetch, order_sql, ranked
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
 CANDIDATES = 2000  # the newest matches ranked (by bm25 or ts_rank, or by date)
@@ -30,8 +30,9 @@ def candidates(limit: int, offset: int) -> int:
     return max(CANDIDATES, offset + limit)
 
 
-def _order(order: str) -> str:
-    return "score DESC, id DESC" if order == "relevance" else "date DESC, id DESC"
+def _scored(inner: str) -> str:
+    """`inner`'s docs scored by the tsquery of the first parameter (normalization 1: as bm25 does)."""
+    return f"SELECT id, {COLUMNS}, ts_rank(tsv, to_tsquery('simple', %s), 1) AS score FROM ({inner}) AS found"
 
 
 class SQLite:
@@ -107,8 +108,8 @@ class SQLite:
             return []
         inner, params = self._matching(match, where, candidates(limit, offset), score=True)
         meta = "" if where.conditions else "JOIN search_meta USING (id)"
-        sql = f"SELECT id, {COLUMNS}, score FROM ({inner}) {meta} ORDER BY {_order(order)} LIMIT %s OFFSET %s"
-        return [Found(*row) for row in fetch(sql, [*params, limit, offset])]
+        sql = f"SELECT id, {COLUMNS}, score FROM ({inner}) {meta} ORDER BY {order_sql(order)}"
+        return [Found(*row) for row in fetch(f"{sql} LIMIT %s OFFSET %s", [*params, limit, offset])]
 
     def count(self, q: str, where: Where, limit: int) -> int:
         """How many docs match, counted up to `limit`."""
@@ -227,11 +228,14 @@ class PostgreSQL:
         if not cut:
             return self._windowed(q, query, where, ranges, order, limit, offset)
 
-        def rest(within: Where, left: int) -> list[Found]:  # the ids no slice holds: windows, as before
+        def piece(within: Where, left: int, sliced: slices.Slice | None) -> list[Found]:
+            if sliced:  # one statement, which names the slice's range (see slices.candidates)
+                inner, params = self._matching(query, within, left)
+                return [Found(*row) for row in fetch(_scored(inner), [pg_query(q), *params])]
+            # The ids no slice holds: windows, as before.
             return self._windowed(q, query, within, windows.Windows(within, left, terms(q)), order, left, 0)
 
-        found = slices.candidates(pg_query(q), query, where, cut, wanted, rest)
-        return ranked(found, order)[offset : offset + limit]
+        return ranked(slices.candidates(where, cut, wanted, piece), order)[offset : offset + limit]
 
     def _windowed(
         self, q: str, query: str, where: Where, ranges: windows.Windows, order: str, limit: int, offset: int
@@ -244,11 +248,7 @@ class PostgreSQL:
                 window = where.within(spans, tapes, first, last)
                 walked = ranges.spans() if ranges.walk and ranges.tapes else None
                 inner, params = self._matching(query, window, wanted - len(found), ranges.walk, walked)
-                # Normalization 1 divides by the log of the doc's length, as bm25 weighs long docs down.
-                sql = (
-                    f"SELECT id, {COLUMNS}, ts_rank(tsv, to_tsquery('simple', %s), 1) AS score "
-                    f"FROM ({inner}) AS found ORDER BY {_order(order)}"
-                )
+                sql = f"{_scored(inner)} ORDER BY {order_sql(order)}"
                 if ranges.taken == 1 and first == where.first:  # one range: the page is all it returns
                     page = fetch(f"{sql} LIMIT %s OFFSET %s", [pg_query(q), *params, limit, offset])
                     return [Found(*row) for row in page]

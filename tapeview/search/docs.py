@@ -129,11 +129,13 @@ class Where:
         """Only the docs tagged with one of these values of a field."""
         self.tags.append(tuple(tag(field, v) for v in values))
 
-    def narrowed(self, first: int, last: int) -> Where:
-        """These filters within an id range, leaving these as they are."""
+    def narrowed(self, first: int, last: int, also: str = "") -> Where:
+        """These filters within an id range (and a condition without parameters `also`, such as an
+        index's predicate), leaving these as they are."""
         where = Where()
         where.first, where.last, where.tags = self.first, self.last, self.tags
-        where.conditions, where.params, where.tapes = self.conditions, self.params, self.tapes
+        where.conditions = [*self.conditions, also] if also else self.conditions
+        where.params, where.tapes = self.params, self.tapes
         where.bitmaps, where.sized = self.bitmaps, self.sized
         where.between = self.between
         where.span(first, last)
@@ -227,10 +229,16 @@ class Where:
 
 
 def ranked(found: list[Found], order: str) -> list[Found]:
-    """Candidates in the order of a page: best first ("relevance"), or newest first ("time")."""
+    """Candidates in the order of a page: best first ("relevance"), or newest first ("time"), as
+    `order_sql` orders them in a statement."""
     if order == "relevance":
         return sorted(found, key=lambda r: (r.score, r.id), reverse=True)
     return sorted(found, key=lambda r: (r.date, r.id), reverse=True)  # ISO dates as text: in time order
+
+
+def order_sql(order: str) -> str:
+    """The ORDER BY of a page's candidates (see `ranked`)."""
+    return "score DESC, id DESC" if order == "relevance" else "date DESC, id DESC"
 
 
 def date_text(value: datetime | None) -> str:

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from . import windows
-from .docs import COLUMNS, Found, Where, fetch
+from .docs import Found, Where, fetch
 
 log = logging.getLogger("tapeview.search")
 
@@ -108,33 +108,20 @@ def pieces(first: int, last: int) -> list[tuple[int, int, Slice | None]]:
 
 
 def candidates(
-    ranked: str,
-    query: str,
     where: Where,
     cut: list[tuple[int, int, Slice | None]],
     wanted: int,
-    rest: Callable[[Where, int], list[Found]],
+    piece: Callable[[Where, int, Slice | None], list[Found]],
 ) -> list[Found]:
-    """The newest `wanted` matches of `query` (a tsquery's text; `ranked` the one they are scored
-    by), scored, piece by piece of `cut` (see `pieces`) until there are as many: a slice's in one
-    statement that names its range as its index's predicate does, so the plan reads that index
-    alone; a piece no slice holds by `rest`."""
+    """The newest `wanted` matches, scored, piece by piece of `cut` (see `pieces`) until there are
+    as many: `piece` gives those of `where` narrowed to a piece's ids, as many as are still wanted,
+    from its slice's index (the slice's range named as the index's predicate names it, so the plan
+    reads that index alone), or where no slice holds them, from the whole one."""
     found: list[Found] = []
-    tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
     with windows.serial(True):
-        for first, last, piece in cut:
-            if piece is None:
-                found += rest(where.narrowed(first, last), wanted - len(found))
-            else:
-                inner = (
-                    f"SELECT id, {COLUMNS}, tsv FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
-                    f"AND {piece.sql()} AND id BETWEEN %s AND %s AND {tapes} AND {where.sql} "
-                    "ORDER BY id DESC LIMIT %s"
-                )
-                rank = "ts_rank(tsv, to_tsquery('simple', %s), 1) AS score"
-                sql = f"SELECT id, {COLUMNS}, {rank} FROM ({inner}) AS found"
-                params = [ranked, query, first, last, *tape_ids, *where.params, wanted - len(found)]
-                found += [Found(*row) for row in fetch(sql, params)]
+        for first, last, sliced in cut:
+            within = where.narrowed(first, last, also=sliced.sql() if sliced else "")
+            found += piece(within, wanted - len(found), sliced)
             if len(found) >= wanted:
                 break
     return found
