@@ -74,6 +74,14 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
+def upkeep(prefix: str = "") -> None:
+    """The search index's upkeep after a bench's pass (PostgreSQL's slices: all of them), timed."""
+    from tapeview.search import backends
+
+    seconds, _ = timed(lambda: backends.current().tidy(whole=True))
+    print(f"{prefix}the search index's upkeep after its pass: {seconds:.0f} s", flush=True)
+
+
 def median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
     """The median of `runs` calls of `fn` in milliseconds, and what the last one returned."""
     times, result = [], None

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench import corpus  # noqa: E402
-from bench.harness import median_ms, raw_parse, start_django, timed, viewer_client  # noqa: E402
+from bench.harness import median_ms, raw_parse, start_django, timed, upkeep, viewer_client  # noqa: E402
 
 # Common and rare words of the corpus: tool names and code of the generated turns, words only
 # the real sample, the nanobot sessions or a few turns hold.
@@ -179,10 +179,7 @@ def measure(folder: Path, manifest: dict, db: str, runs: int, refreshes: int) ->
     catch_up = search_pass()
     if catch_up:  # full-text search as a pass of its own: made whole before searches are timed
         catch_up()
-        from tapeview.search import backends
-
-        upkeep, _ = timed(lambda: backends.current().tidy(whole=True))  # PostgreSQL's slices
-        print(f"[{db}] the search index's upkeep after its pass: {upkeep:.0f} s", flush=True)
+        upkeep(f"[{db}] ")
     entries = manifest["counts"]["tapes"]["entries"] + n_big + n_real
     print(
         f"[{db}] indexed {entries:,} entries of {Tape.objects.count():,} tapes ({many_index:.0f} s for many/)"

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench import corpus  # noqa: E402
-from bench.harness import raw_parse, start_django, timed  # noqa: E402
+from bench.harness import raw_parse, start_django, timed, upkeep  # noqa: E402
 from bench.scale import FILTERS, TERMS, Row, print_table, search_result_rows, search_times, yes  # noqa: E402
 
 
@@ -150,11 +150,7 @@ def searched_database(folder: Path, keep: Path | None) -> None:
     seconds, made = timed(catchup.catch_up)
     if made:
         print(f"made {made:,} entries searchable in {seconds:.0f} s", flush=True)
-    from tapeview.search import backends
-
-    seconds, _ = timed(lambda: backends.current().tidy(whole=True))  # PostgreSQL's slices
-    if seconds >= 1:
-        print(f"the search index's upkeep after its pass: {seconds:.0f} s", flush=True)
+    upkeep()
 
 
 def _ensure_pg_database(url: str) -> None:
