@@ -28,25 +28,15 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def env_float(name: str, default: float, low: float = 0.0) -> float:
+def env_float(name: str, default: float, low: float = 0.0, whole: bool = False) -> float:
     value = os.environ.get(name) or str(default)
     try:
-        number = float(value)
+        number = int(value) if whole else float(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of seconds") from None
+        expected = "a whole number" if whole else "a number of seconds"
+        raise ImproperlyConfigured(f"{name}={value!r}: expected {expected}") from None
     if not low <= number < float("inf"):
-        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of at least {low}")
-    return number
-
-
-def env_int(name: str, default: int, low: int = 0) -> int:
-    value = os.environ.get(name) or str(default)
-    try:
-        number = int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected a whole number") from None
-    if number < low:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of at least {low}")
+        raise ImproperlyConfigured(f"{name}={value!r}: expected a number of at least {low:g}")
     return number
 
 
@@ -81,7 +71,7 @@ TAPEVIEW_WEB_INDEXES = env_bool("TAPEVIEW_WEB_INDEXES", True)
 TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
 # PostgreSQL's GIN index is also kept in slices of this many docs (search/slices.py); the indexer
 # makes at most one change to them every TAPEVIEW_SEARCH_SLICE_SECONDS while it watches.
-TAPEVIEW_SEARCH_SLICE_DOCS = env_int("TAPEVIEW_SEARCH_SLICE_DOCS", 75_000, low=1000)
+TAPEVIEW_SEARCH_SLICE_DOCS = int(env_float("TAPEVIEW_SEARCH_SLICE_DOCS", 75_000, low=1000, whole=True))
 TAPEVIEW_SEARCH_SLICE_SECONDS = env_float("TAPEVIEW_SEARCH_SLICE_SECONDS", 60)
 
 
