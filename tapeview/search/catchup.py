@@ -41,12 +41,15 @@ T = TypeVar("T")
 BATCH = 20_000
 BATCH_BYTES = 16_000_000  # ...or this many bytes of the file, whichever comes first
 PAGE_BUDGET = 2.0  # seconds a search request may spend catching up where no background indexer runs
-ANALYZE_AFTER = 100_000  # docs made in one pass after which PostgreSQL's statistics are renewed
+ANALYZE_AFTER = 100_000  # docs made after which PostgreSQL's statistics are renewed
 
 # Bub writes the whole system prompt again for every LLM call (formats/bub.md §2.1): most of a
 # tape's bytes. A prompt identical to the tape's previous one is indexed once, where it first
 # appears; later copies keep only their kind. Per process, so a restart indexes one copy again.
 _last_system: dict[int, int] = {}
+# Docs this process made since it last renewed the statistics: the watcher's passes are slices of a
+# second, none of which makes ANALYZE_AFTER docs alone.
+_unanalyzed = 0
 
 
 class Overtaken(Exception):
@@ -70,7 +73,10 @@ def catch_up(budget: float | None = None) -> int:
             made += catch_up_tape(tape, deadline)
             if deadline is not None and time.monotonic() >= deadline:
                 break
-    if made >= ANALYZE_AFTER:
+    global _unanalyzed
+    _unanalyzed += made
+    if _unanalyzed >= ANALYZE_AFTER:
+        _unanalyzed = 0
         backend.analyze()
     return made
 

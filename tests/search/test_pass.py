@@ -36,6 +36,20 @@ def test_a_big_batch_is_searchable_after_the_pass_and_api_sources_counts_down(bi
     assert hits_of("w2000", big) == [2000]
 
 
+def test_the_statistics_are_renewed_after_as_many_docs_in_the_watchers_slices_as_in_one_pass(
+    big, monkeypatch
+):
+    analyzed = []
+    monkeypatch.setattr(backends.current().__class__, "analyze", lambda self: analyzed.append(True))
+    monkeypatch.setattr(catchup, "ANALYZE_AFTER", 2 * catchup.BATCH)
+    monkeypatch.setattr(catchup, "_unanalyzed", 0)
+    made = []
+    for _ in range(3):  # the watcher's slices of the pass: a batch each, none of ANALYZE_AFTER docs
+        made.append(catchup.catch_up(budget=0))
+        made.append(len(analyzed))
+    assert made == [catchup.BATCH, 0, catchup.BATCH, 1, N - 2 * catchup.BATCH, 1]
+
+
 def test_a_pass_killed_mid_way_resumes_with_no_doubles_and_nothing_missing(big, monkeypatch):
     made = catchup.entry_rows
     calls = []
