@@ -155,6 +155,7 @@ class PostgreSQL:
     def prepare(self, rows: list[tuple], apart: bool = False) -> list | None:
         """What `write` sends of these rows: made by the search pass as it reads them (`apart` is
         SQLite's)."""
+        slices.made(row[0] for row in rows)
         return writes.pg_params(rows) if rows else None
 
     def write(

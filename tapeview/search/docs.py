@@ -135,7 +135,8 @@ class Where:
         where = Where()
         where.first, where.last, where.tags = self.first, self.last, self.tags
         where.conditions = [*self.conditions, also] if also else self.conditions
-        where.params, where.tapes = self.params, self.tapes
+        where.params = list(self.params) if also else self.params  # a list of its own with its conditions
+        where.tapes = self.tapes
         where.bitmaps, where.sized = self.bitmaps, self.sized
         where.between = self.between
         where.span(first, last)

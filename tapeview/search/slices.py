@@ -18,21 +18,25 @@ query names its slice's range, so it is right with any slices, or none, or a lis
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from . import windows
-from .docs import Found, Where, fetch
+from .docs import SHIFT, Found, Where, fetch
 
 log = logging.getLogger("tapeview.search")
 
-SLICE = settings.TAPEVIEW_SEARCH_SLICE_DOCS  # docs a slice holds when made (the newest up to twice as many)
+SLICE = (
+    settings.TAPEVIEW_SEARCH_SLICE_DOCS
+)  # docs a slice holds when made (up to twice as many before a split)
 PREFIX = "search_doc_slice_"
 NAME = re.compile(rf"{PREFIX}(\d+)_(\d+|top)")
 LOCK = 0x7461_7065_7376  # the advisory lock of the process that changes the slices
@@ -58,6 +62,22 @@ class Slice:
 
 _listed: dict[str, tuple[float, list[Slice]]] = {}
 _kept = 0.0
+# Tape -> the lowest and highest ids of its docs this process made, until the slices they are in are counted.
+_made: dict[int, tuple[int, int]] = {}
+
+
+def made(ids: Iterable[int]) -> None:
+    """Docs the search pass writes: an older slice that holds one may have grown (see `_grown`)."""
+    docs = [doc for doc in ids if doc > 0]  # a memory doc's id is negative: in no slice
+    if not docs:
+        return
+    low, high = min(docs), max(docs)
+    if low >> SHIFT != high >> SHIFT:  # not one tape's, as a batch of the pass is
+        for _, of_tape in itertools.groupby(sorted(docs), key=lambda doc: doc >> SHIFT):
+            made(list(of_tape))
+        return
+    was = _made.get(tape := low >> SHIFT, (low, high))
+    _made[tape] = (min(was[0], low), max(was[1], high))
 
 
 def listed() -> list[Slice]:
@@ -183,19 +203,19 @@ def _next(slices: list[Slice]) -> list[str]:
 
 
 def _grown(slices: list[Slice]) -> list[str]:
-    """An older slice split where its tapes' appends (their docs' ids are the tapes' own) grew it to
-    two slices' docs. The docs each index holds as PostgreSQL's statistics say (counted when it was
-    made, estimated by each ANALYZE since) pick the slices that are counted."""
-    held = dict(
-        fetch(
-            "SELECT c.relname, c.reltuples FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "WHERE i.indrelid = 'search_doc'::regclass AND c.relname = ANY(%s)",
-            [[s.name for s in slices if s.high is not None]],
-        )
-    )
+    """An older slice split where the docs made since this process last looked (an old tape's appends:
+    a doc's id is its tape's and position's) grew it to two slices' docs. Only the slices that hold
+    such docs are counted; once none of them is to be split, the docs are forgotten."""
+    looked = sorted((low, high, tape) for tape, (low, high) in _made.items())
+    lows = [low for low, _, _ in looked]
+    reach = list(itertools.accumulate((high for _, high, _ in looked), max))  # the highest id so far
     for s in slices:
-        if held.get(s.name, 0) >= 2 * SLICE and (split := _split(s)):
+        n = bisect.bisect_right(lows, s.high) if s.high is not None else 0
+        if n and reach[n - 1] >= s.low and (split := _split(s)):  # made docs in the slice
             return split
+    for low, high, tape in looked:
+        if low >= slices[-1].low and _made.get(tape) == (low, high):  # every slice they are in counted
+            del _made[tape]
     return []
 
 
