@@ -35,6 +35,16 @@ def _empty_cache() -> None:
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_search_counts(monkeypatch) -> None:
+    """The search pass's counts kept per process (docs made since the last ANALYZE, the docs whose
+    slices the upkeep looks at) start afresh: an earlier test's docs are not this one's."""
+    from tapeview.search import catchup, slices
+
+    monkeypatch.setattr(catchup, "_unanalyzed", 0)
+    monkeypatch.setattr(slices, "_made", {})
+
+
 @pytest.fixture
 def bub_samples(tmp_path: Path) -> Path:
     """The real Bub sample files (a flat folder of tapes), copied so tests may change them."""

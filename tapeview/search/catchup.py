@@ -48,7 +48,7 @@ ANALYZE_AFTER = 100_000  # docs made after which PostgreSQL's statistics are ren
 # appears; later copies keep only their kind. Per process, so a restart indexes one copy again.
 _last_system: dict[int, int] = {}
 # Docs this process made since it last renewed the statistics: the watcher's passes are slices of a
-# second, none of which makes ANALYZE_AFTER docs alone.
+# second, and an agent's small turns are made searchable as they are indexed, none ANALYZE_AFTER alone.
 _unanalyzed = 0
 
 
@@ -73,11 +73,6 @@ def catch_up(budget: float | None = None) -> int:
             made += catch_up_tape(tape, deadline)
             if deadline is not None and time.monotonic() >= deadline:
                 break
-    global _unanalyzed
-    _unanalyzed += made
-    if _unanalyzed >= ANALYZE_AFTER:
-        _unanalyzed = 0
-        backend.analyze()
     return made
 
 
@@ -160,6 +155,11 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
         pass
     except (TapeNotFound, OSError) as exc:  # gone or replaced since it was indexed: the indexer will see
         log.info("search pass: %s: %s", tape.path, exc)
+    global _unanalyzed
+    _unanalyzed += made
+    if _unanalyzed >= ANALYZE_AFTER and backend is not None:
+        _unanalyzed = 0
+        backend.analyze()
     return made
 
 
