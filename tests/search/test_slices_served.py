@@ -10,6 +10,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.skipif(not run_url().startswith("postgres"), reason="Po
 BASE = 30_000  # entries on the tape before the server starts; every tenth says "tenth"
 SLICE_DOCS = 3_000  # TAPEVIEW_SEARCH_SLICE_DOCS: ten slices of the tape, the newest split at 6,000
 AGENT_SECONDS = 12  # the agent appends 50 entries every 0.1 s: about two splits
+DEADLINE = 90  # seconds the agent and the readers go on at most, until a split is seen
 READERS = 4
 TIMEOUT = 30
 
@@ -116,11 +118,19 @@ def test_serve_slices_the_index_while_an_agent_writes_and_readers_search(tmp_pat
                     seen.append(names)
                 time.sleep(0.1)
 
-        def reader(k: int) -> None:
-            try:
-                read(k)
-            except Exception as failed:  # noqa: BLE001  (the test fails on it, below)
-                wrong.append(f"reader {k}: {failed!r}")
+        read_deep = [0]  # the deep reads done
+
+        def guarded(work: Callable[..., None], *args: object) -> Callable[[], None]:
+            def run() -> None:
+                try:
+                    work(*args)
+                except Exception as failed:  # noqa: BLE001  (the test fails on it, below)
+                    wrong.append(f"{work.__name__}{args}: {failed!r}")
+
+            return run
+
+        def split() -> bool:
+            return len({name for names in seen for name in names if name.endswith("_top")}) >= 2
 
         def read(k: int) -> None:
             client = requests.Session()  # one per thread: a Session is not thread-safe
@@ -148,21 +158,27 @@ def test_serve_slices_the_index_while_an_agent_writes_and_readers_search(tmp_pat
                         wrong.append(f"common, by time, until 2026-01-01: {deep[:5]}... not every entry once")
                     if positions(client, base, q="tenth", order="time") != tenths:
                         wrong.append("the tenths, page after page, are not every tenth entry")
+                    read_deep[0] += 1
 
-        threads = [threading.Thread(target=f) for f in (agent, watch)]
-        threads += [threading.Thread(target=reader, args=(k,)) for k in range(READERS)]
+        threads = [threading.Thread(target=guarded(f)) for f in (agent, watch)]
+        threads += [threading.Thread(target=guarded(read, k)) for k in range(READERS)]
         for thread in threads:
             thread.start()
-        time.sleep(AGENT_SECONDS)
+        started = time.monotonic()
+        # At least AGENT_SECONDS, and until the newest slice was split and the deep pages read once.
+        while time.monotonic() < started + AGENT_SECONDS or not (split() and read_deep[0]):
+            if wrong or time.monotonic() > started + DEADLINE:
+                break
+            time.sleep(0.2)
         stop.set()
         for thread in threads:
             thread.join(TIMEOUT)
+            assert not thread.is_alive()
 
-        print(answers, [len(x) for x in seen], sorted({n for x in seen for n in x if n.endswith("_top")}))
-        assert set(answers) == {200} and sum(answers.values()) > 50, answers
         assert not wrong, wrong[:5]
-        tops = {name for names in seen for name in names if name.endswith("_top")}
-        assert len(tops) >= 2, seen  # the newest slice was split while the agent wrote
+        assert set(answers) == {200} and sum(answers.values()) > 50, answers
+        assert split(), seen  # the newest slice was split while the agent wrote
+        assert read_deep[0] >= 1
         assert max(len(names) for names in seen) >= BASE // SLICE_DOCS, seen  # the older docs sliced
 
         # Everything the agent wrote is searchable once the pass caught up, the newest first.
