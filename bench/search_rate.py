@@ -104,8 +104,8 @@ def server_cpu() -> Callable[[], float] | None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         (pid,) = cursor.fetchone()
-    stat = Path(f"/proc/{pid}/stat")
-    if not stat.exists():
+    stat, name = Path(f"/proc/{pid}/stat"), Path(f"/proc/{pid}/comm")
+    if not name.exists() or name.read_text().strip() != "postgres":  # a server elsewhere
         return None
 
     def spent() -> float:
