@@ -34,9 +34,8 @@ from .docs import SHIFT, Found, Where, fetch
 
 log = logging.getLogger("tapeview.search")
 
-SLICE = (
-    settings.TAPEVIEW_SEARCH_SLICE_DOCS
-)  # docs a slice holds when made (up to twice as many before a split)
+# Docs a slice holds when made (up to twice as many before a split).
+SLICE = settings.TAPEVIEW_SEARCH_SLICE_DOCS
 PREFIX = "search_doc_slice_"
 NAME = re.compile(rf"{PREFIX}(\d+)_(\d+|top)")
 LOCK = 0x7461_7065_7376  # the advisory lock of the process that changes the slices

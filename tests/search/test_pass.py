@@ -42,7 +42,6 @@ def test_the_statistics_are_renewed_after_as_many_docs_in_the_watchers_slices_as
     analyzed = []
     monkeypatch.setattr(backends.current().__class__, "analyze", lambda self: analyzed.append(True))
     monkeypatch.setattr(catchup, "ANALYZE_AFTER", 2 * catchup.BATCH)
-    monkeypatch.setattr(catchup, "_unanalyzed", 0)
     made = []
     for _ in range(3):  # the watcher's slices of the pass: a batch each, none of ANALYZE_AFTER docs
         made.append(catchup.catch_up(budget=0))

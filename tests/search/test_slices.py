@@ -135,9 +135,8 @@ def test_a_slice_an_old_tape_grew_is_split_in_slices_of_its_size(sliced, served,
     monkeypatch.setattr(windows, "FEW", 0.5)
     before = slices.listed()
     held = [counted(s) for s in before]
-    write_tape(
-        served["samples"] / "a.jsonl", 2026, 3, 300 + 3 * SLICE, newest=False
-    )  # the first tape, appended
+    # The first tape, appended.
+    write_tape(served["samples"] / "a.jsonl", 2026, 3, 300 + 3 * SLICE, newest=False)
     discovery.sync()
     catchup.catch_up()
     # Its docs' ids are the tape's own: they went into an older slice, not the newest.
@@ -159,8 +158,8 @@ def test_a_slice_an_old_tape_grew_is_split_in_slices_of_its_size(sliced, served,
 def test_an_upkeep_with_no_new_docs_counts_the_newest_slice_alone(sliced):
     with CaptureQueriesContext(connection) as seen:
         assert slices.keep(whole=True) == 0
-    counted = [q["sql"] for q in seen.captured_queries if "OFFSET" in q["sql"]]
-    assert len(counted) == 2, counted  # whether the newest holds two slices' docs: no older one
+    offsets = [q["sql"] for q in seen.captured_queries if "OFFSET" in q["sql"]]
+    assert len(offsets) == 2, offsets  # whether the newest holds two slices' docs: no older one
 
 
 def test_a_list_of_slices_read_before_a_split_still_finds_what_the_whole_index_does(
