@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django import forms
+
 from ..history import LineOrigin
 from ..models import MemoryStore
 from ..stores import araliya_kv
@@ -26,6 +28,9 @@ class AraliyaKv(StoreKind):
 
     def read(self, store: MemoryStore) -> Snapshot:
         return araliya_kv.read(store.ref())
+
+    def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
+        return {"kv_summary": araliya_kv.summary_of(store.ref())}
 
     def line_origins(self, store: MemoryStore, snap: Snapshot) -> list[LineOrigin | None]:
         """The lines of each key dated by its `ts`, where kv.json keeps one; never a source."""

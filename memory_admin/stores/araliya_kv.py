@@ -109,8 +109,22 @@ def _note(path: Path) -> str:
     except (OSError, StoreError) as exc:
         return str(exc)
     if kv.entries is not None:
-        return f"{len(kv.entries)} of {kv.cap} entries"
-    return f"{len(kv.order or [])} of {kv.cap} entries; the order/values layout of araliya after v0.3.0"
+        return summary(kv)
+    return f"{summary(kv)}; the order/values layout of araliya after v0.3.0"
+
+
+def summary(kv: KvFile) -> str:
+    """The keys kv_get can read, with the cap: worded as the session index words them."""
+    return araliya_source.kv_summary(len(kv.pairs()), kv.cap)
+
+
+def summary_of(ref: StoreRef) -> str:
+    """`summary` of the file as it is now; "" when it is missing or cannot be read."""
+    raw = read_bytes(ref.path)
+    try:
+        return "" if raw is None else summary(parse(raw))
+    except StoreError:
+        return ""
 
 
 def read(ref: StoreRef) -> Snapshot:

@@ -145,16 +145,20 @@ def _kv_note(path: Path) -> str:
         return f"kv.json is unreadable ({exc.problem})"
     if not isinstance(kv, dict):
         return "kv.json is unreadable"
-    entries, order = kv.get("entries"), kv.get("order")
+    entries, values = kv.get("entries"), kv.get("values")
     # serde_json wants string keys: anything else is no key araliya could hold.
     if isinstance(entries, list):
         keys = len({e.get("key") for e in entries if isinstance(e, dict) and isinstance(e.get("key"), str)})
-    elif isinstance(order, list):  # the layout of araliya after 447744f (§B.7)
-        keys = len({k for k in order if isinstance(k, str)})
+    elif isinstance(values, dict):  # the layout of araliya after 447744f (§B.7): kv_get reads `values`
+        keys = len(values)
     else:
         return "kv.json is malformed"
-    cap = kv.get("cap")
-    return f"kv: {keys} key{'s' * (keys != 1)} (cap {cap if isinstance(cap, int) else '?'})"
+    return f"kv: {kv_summary(keys, kv.get('cap'))}"
+
+
+def kv_summary(keys: int, cap: object) -> str:
+    """How a kv.json is counted wherever Tapeview shows one: "3 keys (cap 200)"."""
+    return f"{keys} key{'s' * (keys != 1)} (cap {cap if isinstance(cap, int) else '?'})"
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:

@@ -69,7 +69,7 @@ def test_discover_finds_each_sessions_kv_json_from_any_level(work: Path, where: 
     ]  # oldest first, then by id (tapeview's araliya session order)
     assert [r.key for r in refs] == [f"{prefix}sessions/{sid}/kv.json" for sid in (CHAT, UNUSED, CAPPED)]
     assert all(r.path == root / r.key for r in refs)
-    assert refs[0].note == "197 of 200 entries"
+    assert refs[0].note == "197 keys (cap 200)"
 
 
 def test_reading_the_real_file_lists_every_pair_in_the_agents_order(memory: Path) -> None:

@@ -32,8 +32,9 @@ def test_the_demo_bub_source_counts_its_sessions_and_names_the_other_files(
     listed = re.search(r'<small id="tally">(\d+) of', sessions).group(1)
     page = viewer_client.get("/sources/").content.decode()
     tapes, entries = cells(page, "demo-bub")[5:7]
-    assert " ".join(tapes) == f"{listed} +3 other files: 1 sidecar, 2 backups"
+    assert " ".join(tapes) == f"{listed} sessions (9 files with 1 sidecar, 2 backups)"
     assert listed == "6"
     rows = re.findall(r'<td class="num entries">.*?>([\d,]+)<', sessions, re.S)
-    assert entries[0] == f"{sum(int(n.replace(',', '')) for n in rows):,}"
-    assert entries[1:4] == ["+78", "in", "other"]
+    # Every file's entries, as /api/sources counts them, and how many of them are not the sessions'.
+    assert entries[0] == f"{sum(int(n.replace(',', '')) for n in rows) + 78:,}"
+    assert entries[1:5] == ["78", "of", "them", "in"]

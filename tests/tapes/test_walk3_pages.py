@@ -107,7 +107,8 @@ def test_the_sources_table_fits_1400_pixels_with_its_notes_wrapped(
     page.get_by_role("button", name="Sign in").click()
     page.goto(f"{demo_site}/sources/")
     tapes = page.locator("table.sources td.tapes")
-    expect(tapes).to_contain_text("+3 other files: 1 sidecar, 2 backups")
+    expect(tapes).to_contain_text("6 sessions")
+    expect(tapes).to_contain_text("(9 files with 1 sidecar, 2 backups)")
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 1400
     expect(page.locator("table.sources th", has_text="Folders not read")).to_be_in_viewport(ratio=1)
     # The note wraps under its figure; the source's name stays on one line.
