@@ -18,7 +18,7 @@ from django.core.cache import cache
 from tapeview.sources import Entry, reader
 from tapeview.sources.model import ContextMessage, content_text
 
-from . import handoff, pictures, timeline, tokenizer, windows
+from . import archive, handoff, pictures, timeline, tokenizer, windows
 from . import rows as index_rows
 from .models import Tape
 from .phase_tally import usage
@@ -100,7 +100,7 @@ def _measure(tape: Tape, index: Rows | None) -> Budget:
     # An anchor that stays a message (nanobot's summary checkpoint) is the first of its context.
     anchor = (index or index_rows.of(tape)).at([start]) if start and tape.kind != "bub" else []
     start -= any(row.kind != "anchor" for row in anchor)
-    boundary = timeline.archive_boundary(tape, index)
+    boundary = archive.archive_boundary(tape, index)
     if boundary:  # nanobot replays only what it has not archived (formats/nanobot.md §2.5)
         start = max(start, boundary - 1)
     suggest = budget.window is not None and not handoff.refusal(tape)

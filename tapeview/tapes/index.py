@@ -21,7 +21,7 @@ from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryChunk, Tape, state_preview
 from .packing import Batch, flags, micros
-from .phase_tally import PhaseTally
+from .phase_tally import PhaseTally, anchor_only
 
 # Entries written at once: 16 chunks (packing.CHUNK), one transaction and one save of the tape. Fewer,
 # larger batches than 10,000 made a cold index 4-30% faster (each batch's transaction, save and
@@ -286,6 +286,8 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
     if e.is_anchor or e.anchor:
         # nanobot's anchors cut the context as Bub's do (formats/nanobot.md §2.5): counted alike.
         tally.anchored(e.pos, name)
+        # The message nanobot's archive pointer names stays one of the context's (its phase's too).
+        tape.entries_since_anchor += not anchor_only(e)
         if e.phase and not e.anchor:
             return
     else:

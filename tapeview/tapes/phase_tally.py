@@ -1,8 +1,9 @@
 """Per-phase statistics counted while a tape is indexed, and its context figures since its last anchor.
 
-A phase runs from one phase anchor to the next (Bub anchors and handoffs, yachiyo runs); the span
-before the first one is phase 0, kept as a dict on the Tape (`lead_phase`), the others on their
-Anchor rows. The counts go on batch by batch, so no request ever reads a whole tape for them.
+A phase runs from one phase anchor to the next (Bub anchors and handoffs, yachiyo runs, nanobot's
+context cuts); the span before the first one is phase 0, kept as a dict on the Tape (`lead_phase`),
+the others on their Anchor rows. The counts go on batch by batch, so no request ever reads a whole
+tape for them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import orjson
 
 from tapeview.sources import Entry, reader
+from tapeview.sources.nanobot import SUMMARY_ANCHOR
 
 from . import bulk
 from .bulk import AnchorRow
@@ -72,7 +74,8 @@ class PhaseTally:
         self.touched = True
         if not e.readable:
             return
-        if phase is not anchor or e.anchor:  # a row that only marks a phase start is one of its entries
+        counted = phase is not anchor or not anchor_only(e)
+        if counted:
             phase.entries += 1
         kind = e.kind
         # nanobot's metadata record is stamped when the file is saved (`updated_at`), not when
@@ -89,7 +92,7 @@ class PhaseTally:
             phase.cached_tokens = (phase.cached_tokens or 0) + cached
         if kind == "tool_call":
             phase.tool_calls += len(reader(tape.kind).tool_calls(e))
-        elif kind == "message" and e.name:
+        elif kind == "message" and e.name and counted:
             phase.roles[e.name[:40]] = phase.roles.get(e.name[:40], 0) + 1
         elif kind == "event" and e.name in MODEL_EVENTS:
             model = model_of(e)
@@ -156,6 +159,14 @@ class PhaseTally:
         if phase is not None and any(a is phase for a in fresh):
             self.stored = True
         self.touched = False
+
+
+def anchor_only(e: Entry) -> bool:
+    """A row that is an anchor and nothing more, never an entry of the phase it starts: an anchor
+    line (Bub's, yachiyo's runs) or a nanobot summary checkpoint, the hidden row nanobot inserts
+    where it cut the context, not a chat turn (formats/nanobot.md §2.3). The message nanobot's
+    archive pointer names is an anchor that stays a message."""
+    return e.is_anchor or e.anchor == SUMMARY_ANCHOR
 
 
 def dated(phase: AnchorRow, date: datetime) -> None:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tapeview.sources import Entry, TapeNotFound, reader
+from tapeview.sources import Entry, reader
 
-from . import copy_reader, pictures
+from . import archive, copy_reader, pictures
 from . import rows as index_rows
 from .blocks import Block, Item, arrange
 from .models import Tape
@@ -106,10 +106,16 @@ def anchor_ends(tape: Tape, positions: list[int], index: Rows | None = None) -> 
     if not positions:
         return {}
     start = min(positions)
-    anchors = find_rows(tape, after=start, kinds=("anchor",), limit=len(positions) + 1, index=index)
+    # Of every family: nanobot's anchors are rows that stay messages (flagged, not of kind "anchor").
+    anchors = find_rows(tape, after=start, anchored=True, limit=len(positions) + 1, index=index)
     following = [r.pos for r in anchors]
     ordered = sorted(set(positions) | set(following))
     return {pos: next((p for p in ordered if p > pos), None) for pos in positions}
+
+
+def anchors_of(page: Page) -> list[int]:
+    """The positions of the page's anchors: anchor lines, and rows that also are anchors (nanobot's)."""
+    return [i.entry.pos for i in page.items if i.entry.is_anchor or i.entry.anchor]
 
 
 def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
@@ -154,10 +160,7 @@ def page(tape: Tape, only: str = "", **where) -> Page:
     if not newer and tape.pending_bytes and not only:
         with copy_reader.reading(tape.host):
             tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    boundary = archive_boundary(tape, index) if not only else None
-    for item in items:
-        if item.entry.pos == boundary:
-            item.boundary = "consolidated into memory up to here"
+    boundary = archive.mark(tape, index, items, only)
     if only or first is None:
         blocks = [Block("item", item) for item in items]
     else:
@@ -193,30 +196,6 @@ def _turn_before(index: Rows, pos: int) -> tuple[int, bool]:
 def first_at(tape: Tape, when: datetime) -> int | None:
     """The position of the first entry at or after `when` (entries without a time are passed over)."""
     return index_rows.of(tape).where(since=when).first_pos()
-
-
-def archive_boundary(tape: Tape, index: Rows | None = None) -> int | None:
-    """Where a family that archives old messages (nanobot) draws "consolidated up to here".
-
-    Read through the index: the metadata line's bytes only, and counts of message rows.
-    """
-    if tape.kind == "bub":  # Bub keeps no archive pointer (sources.bub.pointer): its anchors cut
-        return None
-    rows = index or index_rows.of(tape)
-    # Only a family that keeps an archive pointer writes a metadata record.
-    meta = rows.where(kinds=("metadata",), readable=True).last()
-    if meta is None:
-        return None
-    try:
-        metadata = read_rows(tape, [meta])[0].payload
-    except TapeNotFound:
-        return None
-    messages = rows.where(has_id=True, not_kinds=("metadata",))
-    offset = reader(tape.kind).pointer(metadata, messages.count())
-    if offset == 0:
-        return None
-    first = messages.where(min_id=offset).first()
-    return first.pos if first else tape.next_pos
 
 
 def _following_results(index: Rows, tape: Tape, pos: int) -> list[Entry]:

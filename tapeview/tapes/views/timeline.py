@@ -115,9 +115,8 @@ def _timeline(tape: Tape, where: dict, jump: int | None) -> tuple[timeline.Page,
     if found is not None:
         return found
     page = timeline.page(tape, **where)
-    anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
     worked = {
-        "segment_ends": timeline.anchor_ends(tape, anchors, page.index),
+        "segment_ends": timeline.anchor_ends(tape, timeline.anchors_of(page), page.index),
         "error_steps": _error_steps(tape, page, jump),
         "error_after": _error_after(tape, page),
     }
@@ -155,8 +154,7 @@ def _entries(
     """What the templates of entries need besides the page; `place` is where the page was asked
     for (its cards are kept by it), `state` names the page as drawn from this state of the index."""
     if segment_ends is None:
-        anchors = [i.entry.pos for i in page.items if i.entry.is_anchor]
-        segment_ends = timeline.anchor_ends(tape, anchors, page.index)
+        segment_ends = timeline.anchor_ends(tape, timeline.anchors_of(page), page.index)
     urls = _urls(tape)
     return {
         "tape": tape,
