@@ -103,10 +103,8 @@ def _tape(root: Path, memory: Path, sid: str, agent: object, note: str) -> TapeF
 
 
 def _read_json(path: Path) -> object:
-    """A JSON file as araliya's serde_json reads it: strictly (no lone surrogates, no NaN).
-
-    FileNotFoundError passes through; DocumentUnreadable says why the file cannot be read.
-    """
+    """A JSON file as araliya's serde_json reads it: strictly (no lone surrogates, no NaN). A
+    FileNotFoundError passes through; DocumentUnreadable says why the file cannot be read."""
     try:
         return _parse_file(path)
     except DocumentUnreadable as exc:
@@ -143,16 +141,14 @@ def _kv_note(path: Path) -> str:
         return ""
     except DocumentUnreadable as exc:
         return f"kv.json is unreadable ({exc.problem})"
-    if not isinstance(kv, dict):
-        return "kv.json is unreadable"
-    entries, values = kv.get("entries"), kv.get("values")
+    entries, values = (kv.get("entries"), kv.get("values")) if isinstance(kv, dict) else (None, None)
     # serde_json wants string keys: anything else is no key araliya could hold.
     if isinstance(entries, list):
         keys = len({e.get("key") for e in entries if isinstance(e, dict) and isinstance(e.get("key"), str)})
     elif isinstance(values, dict):  # the layout of araliya after 447744f (§B.7): kv_get reads `values`
         keys = len(values)
     else:
-        return "kv.json is malformed"
+        return "kv.json is malformed" if isinstance(kv, dict) else "kv.json is unreadable"
     return f"kv: {kv_summary(keys, kv.get('cap'))}"
 
 
