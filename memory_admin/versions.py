@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from tapeview.sources import TapeNotFound
 from tapeview.tapes.models import db_text
 
-from .kinds import VersionChoice, kind_of
+from .kinds import VersionChoice, VersionList, kind_of
 from .models import MemoryStore, Revision
 from .signals import store_changed
-from .stores.model import Snapshot
+from .stores.model import Snapshot, StoreError
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,18 @@ def version_text(store: MemoryStore, version: str) -> str:
     return kind_of(store).version_text(store, version)
 
 
+def page_list(store: MemoryStore) -> VersionList:
+    """The versions a page lists, newest first, and whether older ones exist beyond them; none where
+    even the kept ones cannot be listed (a zone whose tape is gone)."""
+    try:
+        return kind_of(store).version_list(store)
+    except (StoreError, TapeNotFound):
+        return VersionList([])
+
+
 def previous_version(store: MemoryStore, version: str) -> str | None:
-    choices = [v.version for v in versions(store)]
-    if version in choices and choices.index(version) + 1 < len(choices):
-        return choices[choices.index(version) + 1]
-    return None
+    """The version before `version` in time, listed or not; None for the first version."""
+    return kind_of(store).previous(store, version)
 
 
 def diff_pair(store: MemoryStore, frm: str | None = None, to: str | None = None) -> DiffPair:

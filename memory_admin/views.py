@@ -50,9 +50,10 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     """One store: its content, its versions and the changes made through Tapeview (with `?as_of=`
     or `?tape=`: the store as it was then, past_pages.store_as_of).
 
-    Template `memory_admin/store_detail.html`: `store`, `adapter` (its kind), `snap`, `revisions`,
-    `audit`, `versions`, `filters` (the adapter's query form), then what the adapter adds for its
-    partial; an unreadable store gets `problem` instead of `snap`.
+    Template `memory_admin/store_detail.html`: `store`, `adapter` (its kind), `snap`, `audit`,
+    `versions` (newest first) and `listed` (them, `more`: if older ones are not listed, `first`),
+    `filters` (the adapter's query form), then what the adapter adds for its partial; an unreadable
+    store gets `problem` instead of `snap`.
     """
     store = find_store(key)
     if AsOfForm.asked(request.GET):
@@ -65,7 +66,6 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
         "store": store,
         "adapter": adapter,
         "filters": filters,
-        "revisions": store.revisions.all()[:100],
         "audit": events_of(f"store:{store.key}")[:50],
     }
     try:
@@ -74,14 +74,13 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
         # The agent's file is corrupt, too deep to read, or gone (or another host's, not copied
         # here): say so, with what Tapeview kept of it.
         problem = exc.detail if isinstance(exc, TapeNotFound) else str(exc)
-        return render(request, "memory_admin/store_detail.html", {**ctx, "problem": problem})
+        listed = versions.page_list(store)
+        ctx.update(listed=listed, versions=listed.choices, problem=problem)
+        return render(request, "memory_admin/store_detail.html", ctx)
     ctx.update(adapter.page_context(store, snap, filters))
-    ctx.update(
-        snap=snap,
-        edits_text=adapter.takes_text(store),
-        restores=adapter.restores(store),
-        versions=versions.versions(store),
-    )
+    listed = versions.page_list(store)  # after the snapshot: it keeps the current version
+    ctx.update(snap=snap, edits_text=adapter.takes_text(store), restores=adapter.restores(store))
+    ctx.update(listed=listed, versions=listed.choices)
     return render(request, "memory_admin/store_detail.html", ctx)
 
 
@@ -148,7 +147,9 @@ def store_diff(request: HttpRequest, key: str) -> HttpResponse:
     choices = versions.versions(store)
     if len(choices) == 1:
         return render(request, "memory_admin/store_diff.html", {**ctx, "only": choices[0]})
-    ctx.update(versions=choices, frm=pair.frm, to=pair.to, lines=diff.line_diff(pair.old, pair.new))
+    unlisted = pair.frm is not None and all(c.version != pair.frm for c in choices)  # behind a cut list
+    ctx.update(versions=choices, frm=pair.frm, frm_unlisted=unlisted, to=pair.to)
+    ctx.update(lines=diff.line_diff(pair.old, pair.new))
     return render(request, "memory_admin/store_diff.html", ctx)
 
 

@@ -7,7 +7,7 @@ from typing import TypeVar
 from ..models import MemoryStore
 from ..stores.model import StoreError
 from .araliya import AraliyaKv
-from .base import StoreKind, VersionChoice
+from .base import StoreKind, VersionChoice, VersionList
 from .bub import BubZone
 from .nanobot import NanobotHistory, NanobotText
 from .yachiyo import YachiyoMemory
@@ -45,6 +45,7 @@ __all__ = [
     "NanobotText",
     "StoreKind",
     "VersionChoice",
+    "VersionList",
     "YachiyoMemory",
     "kind_of",
     "require",

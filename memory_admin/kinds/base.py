@@ -23,6 +23,32 @@ class VersionChoice:
     label: str
     date: datetime | None = None  # when it was written or first seen (None where nothing says)
     summary: str = ""  # what changed, as the store page says it
+    by: str = ""  # who made it, where the store records that apart from Tapeview (a git commit's author)
+
+
+@dataclass(frozen=True)
+class VersionList:
+    """The versions a page lists, newest first; `more`: older ones exist that are not listed."""
+
+    choices: list[VersionChoice]
+    more: bool = False
+
+    @property
+    def first(self) -> str | None:
+        """The version nothing comes before, if it is listed."""
+        return self.choices[-1].version if self.choices and not self.more else None
+
+    @property
+    def commits(self) -> bool:
+        """Some are git commits (only a commit names its author)."""
+        return any(c.by for c in self.choices)
+
+
+def after(choices: list[VersionChoice], version: str) -> str | None:
+    """The version listed after `version` (the one before it in time); None if none is listed."""
+    names = [c.version for c in choices]
+    at = names.index(version) if version in names else len(names)
+    return names[at + 1] if at + 1 < len(names) else None
 
 
 class StoreKind:
@@ -57,6 +83,14 @@ class StoreKind:
             )
             for r in store.revisions.all()
         ]
+
+    def version_list(self, store: MemoryStore) -> VersionList:
+        """The versions its pages list: all of them, unless the kind cuts the list."""
+        return VersionList(self.versions(store))
+
+    def previous(self, store: MemoryStore, version: str) -> str | None:
+        """The version before `version` in time: what a diff of it compares with (None: it is the first)."""
+        return after(self.versions(store), version)
 
     def version_text(self, store: MemoryStore, version: str) -> str:
         """The text of a version (LookupError if there is no such version)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 from django import forms
@@ -13,7 +13,8 @@ from ..history import Source, Step, by_operator, write_audits
 from ..models import MemoryStore
 from ..stores import nanobot_git, nanobot_history, nanobot_memory
 from ..stores.model import Snapshot, StoreError, version_of
-from .base import StoreKind, VersionChoice
+from ..stores.nanobot_git import Version
+from .base import StoreKind, VersionChoice, VersionList, after
 
 GIT = "git:"  # a version that is a commit of nanobot's git store, not a revision Tapeview kept
 COMMITS_SHOWN = 50
@@ -34,11 +35,29 @@ class NanobotText(StoreKind):
         return nanobot_memory.read(store.ref())
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
-        commits = nanobot_memory.versions(store.ref(), limit=COMMITS_SHOWN)
-        git = [
-            VersionChoice(f"{GIT}{c.id}", f"git {c.id[:8]} · {c.subject}", c.time, c.subject) for c in commits
-        ]
-        return super().versions(store) + git
+        return self.version_list(store).choices
+
+    def version_list(self, store: MemoryStore) -> VersionList:
+        """The revisions Tapeview kept and the newest COMMITS_SHOWN commits, newest first by time."""
+        return self._merged(store, COMMITS_SHOWN)
+
+    def previous(self, store: MemoryStore, version: str) -> str | None:
+        listed = self.version_list(store)
+        found = after(listed.choices, version)
+        if found is None and listed.more:  # at or past the cut: look through every commit
+            found = after(self._merged(store, None).choices, version)
+        return found
+
+    def _merged(self, store: MemoryStore, limit: int | None) -> VersionList:
+        # One commit past the limit tells whether the list is cut.
+        commits = nanobot_memory.versions(store.ref(), limit=None if limit is None else limit + 1)
+        more = limit is not None and len(commits) > limit
+        git = [_commit_choice(c) for c in commits[:limit]]
+        kept = super().versions(store)
+        if more:
+            # Revisions older than the oldest listed commit sit among commits that are not listed.
+            kept = [v for v in kept if v.date is None or v.date >= git[-1].date]
+        return VersionList(sorted(kept + git, key=_newest_first), more)
 
     def version_text(self, store: MemoryStore, version: str) -> str:
         if not version.startswith(GIT):
@@ -78,14 +97,23 @@ class NanobotText(StoreKind):
     def long_term_text(self, snap: Snapshot) -> str:
         return snap.text
 
-    def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
-        return {"commits": nanobot_memory.versions(store.ref(), limit=COMMITS_SHOWN)}
-
     def write_long_term(self, store: MemoryStore, text: str, base_version: str, editor: str) -> None:
         nanobot_memory.write(store.ref(), text, base_version, editor=editor)
 
     def restore(self, store: MemoryStore, version: str, base_version: str, editor: str) -> None:
         self.write_long_term(store, self.version_text(store, version), base_version, editor)
+
+
+def _commit_choice(c: Version) -> VersionChoice:
+    # In UTC, as the revisions it is listed among (git keeps the committer's own offset).
+    at = c.time.astimezone(UTC)
+    label = f"{at:%Y-%m-%d %H:%M:%S} · git · {c.id[:8]} · {c.subject}"
+    return VersionChoice(f"{GIT}{c.id}", label, at, c.subject, c.author)
+
+
+def _newest_first(choice: VersionChoice) -> float:
+    # A stable sort on this keeps git's own order among commits of the same (whole) second.
+    return -choice.date.timestamp() if choice.date else 0.0
 
 
 def _same_write(revision: Step, commit: Step) -> bool:
