@@ -24,6 +24,7 @@ __all__ = [
     "context_messages",
     "detect",
     "discover",
+    "last_summary",
     "pointer",
     "read_entries",
     "read_raw",
@@ -69,7 +70,10 @@ def _mark_phases(entries: list[Entry]) -> list[Entry]:
     pointer (one nanobot reset as invalid) cuts nothing: replay reads it as a plain user message.
     They are marked on those rows, which stay messages: the pointer lives in the metadata line,
     which nanobot rewrites with the whole file, so the anchors move when it does (the index reads
-    such a file afresh). Each starts a phase and counts as an anchor of the tape."""
+    such a file afresh). Each starts a phase and counts as an anchor of the tape.
+
+    The checkpoint at the pointer is the latest (compaction moves the pointer onto it), the one the
+    summary nanobot keeps is of: it is its state (`meta["state"]`), as Bub's handoff keeps one."""
     boundary = archive_boundary(entries)
     for e in entries:
         if e.id is None or not e.readable:
@@ -77,9 +81,25 @@ def _mark_phases(entries: list[Entry]) -> list[Entry]:
         if "checkpoint" in e.meta.get("flags", ()):
             if boundary is not None and e.pos <= boundary:
                 e.anchor, e.phase = SUMMARY_ANCHOR, True
+            if e.pos == boundary and (summary := last_summary(_metadata(entries))):
+                e.meta["state"] = {"summary": summary}
         elif e.pos == boundary:
             e.anchor, e.phase = ARCHIVED_ANCHOR, True
     return entries
+
+
+def _metadata(entries: Iterable[Entry]) -> dict | None:
+    """The payload of the last readable metadata record (nanobot's loader takes the last one)."""
+    found = [e.payload for e in entries if e.kind == "metadata" and e.readable]
+    return found[-1] if found and isinstance(found[-1], dict) else None
+
+
+def last_summary(metadata: dict | None) -> str:
+    """`_last_summary.text` of a metadata record (formats/nanobot.md §2.4), "" when none is kept."""
+    inner = metadata.get("metadata") if isinstance(metadata, dict) else None
+    last = inner.get("_last_summary") if isinstance(inner, dict) else None
+    text = last.get("text") if isinstance(last, dict) else None
+    return text if isinstance(text, str) else ""
 
 
 def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entry]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tapeview.sources import TapeNotFound, reader
-from tapeview.sources.nanobot import SUMMARY_ANCHOR
+from tapeview.sources.nanobot import SUMMARY_ANCHOR, last_summary
 
 from . import copy_reader
 from . import rows as index_rows
@@ -45,7 +45,7 @@ def cut(tape: Tape, index: Rows | None = None) -> Cut:
     if offset == 0:
         return Cut(None, "")
     first = messages.where(min_id=offset).first()
-    return Cut(first.pos if first else tape.next_pos, _summary(metadata))
+    return Cut(first.pos if first else tape.next_pos, last_summary(metadata))
 
 
 def mark(tape: Tape, index: Rows, items: list[Item], only: str) -> int | None:
@@ -77,10 +77,3 @@ def _metadata(tape: Tape, rows: Rows) -> dict | None:
         return None
     payload = found[0].payload if found else None
     return payload if isinstance(payload, dict) else None
-
-
-def _summary(metadata: dict) -> str:
-    inner = metadata.get("metadata")
-    last = inner.get("_last_summary") if isinstance(inner, dict) else None
-    text = last.get("text") if isinstance(last, dict) else None
-    return text if isinstance(text, str) else ""

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tapeview.sources import Entry
+from tapeview.sources.nanobot import SUMMARY_ANCHOR
 
 from . import rows
-from .models import Tape
+from .models import Anchor, Tape
+from .phase_tally import anchor_only
+from .rows import Rows
 
 # Events that stay cards of their own when the operational events around them fold away: what a
 # person did (a command, a model switch), not the agent loop's bookkeeping.
@@ -45,11 +48,19 @@ class Block:
         return [pos for part in self.parts for pos in part.positions]
 
 
-def turn_before(tape: Tape, pos: int) -> tuple[int, bool]:
-    """How many turns began before `pos`, and whether the last of them is still unanswered there."""
-    messages = rows.of(tape).before(pos).where(kinds=("message",), readable=True)
-    count = messages.where(names=("user",)).count()
-    last = messages.where(names=("user", "assistant")).last()
+def turn_before(tape: Tape, pos: int, index: Rows | None = None) -> tuple[int, bool]:
+    """How many turns began before `pos`, and whether the last of them is still unanswered there.
+
+    A nanobot summary checkpoint is a user row nanobot wrote, not one the user did: no turn.
+    """
+    checkpoints: set[int] = set()
+    if tape.kind == "nanobot":  # the one family that writes a checkpoint (no query for the others)
+        marked = Anchor.objects.filter(tape=tape, name=SUMMARY_ANCHOR, pos__lt=pos)
+        checkpoints = set(marked.values_list("pos", flat=True))
+    messages = (index or rows.of(tape)).before(pos).where(kinds=("message",), readable=True)
+    count = messages.where(names=("user",)).count() - len(checkpoints)
+    said = messages.where(names=("user", "assistant")).tail(len(checkpoints) + 1)
+    last = next((row for row in reversed(said) if row.pos not in checkpoints), None)
     return count, last is not None and last.name == "user"
 
 
@@ -59,18 +70,19 @@ def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:
     before the first item, the last of them `unanswered` so far.
 
     An anchor is a phase divider: it closes the turn's box, and what follows in the same turn is
-    drawn as the turn continued.
+    drawn as the turn continued. So is a nanobot summary checkpoint, which is no turn of its own.
     """
     out: list[Block] = []
     turn: Block | None = None
     answered = False  # the open box has its answer: only its trailing operational events join it
     for item in items:
         e = item.entry
-        starts = e.readable and e.kind == "message" and e.name == "user"
-        if turn is not None and (starts or e.is_anchor or (answered and not _folds(item))):
+        divides = anchor_only(e)
+        starts = e.readable and e.kind == "message" and e.name == "user" and not divides
+        if turn is not None and (starts or divides or (answered and not _folds(item))):
             out.append(turn)
             turn, answered = None, False
-        if e.is_anchor:
+        if divides:
             out.append(Block("item", item))
             continue
         if starts:

@@ -21,7 +21,7 @@ from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryChunk, Tape, state_preview
 from .packing import Batch, flags, micros
-from .phase_tally import PhaseTally, anchor_only
+from .phase_tally import PhaseTally, anchor_only, anchor_state
 
 # Entries written at once: 16 chunks (packing.CHUNK), one transaction and one save of the tape. Fewer,
 # larger batches than 10,000 made a cold index 4-30% faster (each batch's transaction, save and
@@ -263,8 +263,7 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
     name = e.anchor or e.name
     # An anchor line, or a line that is also an anchor (nanobot's context cuts: e.anchor).
     if e.is_anchor or e.anchor:
-        state = e.payload.get("state") if e.is_anchor and isinstance(e.payload, dict) else None
-        anchor = AnchorRow(e.pos, name[:300], e.date, e.phase, state_preview(state))
+        anchor = AnchorRow(e.pos, name[:300], e.date, e.phase, state_preview(anchor_state(e)))
         anchors.append(anchor)
         if e.phase:
             tape.phase_anchor_pos = e.pos

@@ -19,6 +19,7 @@ from tapeview.sources import TapeNotFound
 from . import index
 from . import rows as index_rows
 from .models import STATE_PREVIEW, Anchor, Tape
+from .phase_tally import anchor_state
 from .timeline import read_rows
 
 MAX_WORDS = 5_000  # of a summary, diffed word by word; past it the rest is one word
@@ -108,7 +109,7 @@ def states(tape: Tape, anchors: list[Anchor]) -> dict[int, Any]:
         except TapeNotFound:
             entries = []
         for e in entries:
-            found[e.pos] = e.payload.get("state") if isinstance(e.payload, dict) else None
+            found[e.pos] = anchor_state(e)
     return found
 
 

@@ -169,6 +169,14 @@ def anchor_only(e: Entry) -> bool:
     return e.is_anchor or e.anchor == SUMMARY_ANCHOR
 
 
+def anchor_state(e: Entry) -> Any:
+    """An anchor's state: an anchor line's own, or the one a family's reader gives a row that is
+    also an anchor (the summary nanobot keeps of its latest checkpoint); None where it has none."""
+    if e.is_anchor:
+        return e.payload.get("state") if isinstance(e.payload, dict) else None
+    return e.meta.get("state") if e.anchor else None
+
+
 def dated(phase: AnchorRow, date: datetime) -> None:
     """A phase's first and last dates with one more; Bub's dates are not monotonic in file order
     (formats/bub.md §0)."""

@@ -11,7 +11,7 @@ from tapeview.sources import Entry, reader
 
 from . import archive, copy_reader, pictures
 from . import rows as index_rows
-from .blocks import Block, Item, arrange
+from .blocks import Block, Item, arrange, turn_before
 from .models import Tape
 from .rows import Match, Row, Rows
 
@@ -168,7 +168,7 @@ def page(tape: Tape, only: str = "", **where) -> Page:
         turns = pictures.prefix_cached(
             "turn-before",
             tape,
-            lambda: _turn_before(index, first),
+            lambda: turn_before(tape, first, index),
             (first,),
             pictures.generation_of(tape, index),
         )
@@ -184,13 +184,6 @@ def page(tape: Tape, only: str = "", **where) -> Page:
         blocks,
         index,
     )
-
-
-def _turn_before(index: Rows, pos: int) -> tuple[int, bool]:
-    """blocks.turn_before, asked of this page's snapshot of the index."""
-    messages = index.before(pos).where(kinds=("message",), readable=True)
-    last = messages.where(names=("user", "assistant")).last()
-    return messages.where(names=("user",)).count(), last is not None and last.name == "user"
 
 
 def first_at(tape: Tape, when: datetime) -> int | None:
