@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from tapeview.accounts.audit import WRITTEN, events_of
+from tapeview.accounts.models import AuditEvent
 from tapeview.sources import TapeNotFound
 from tapeview.tapes.models import db_text
 
@@ -64,6 +66,16 @@ def page_list(store: MemoryStore) -> VersionList:
         return kind_of(store).version_list(store)
     except (StoreError, TapeNotFound):
         return VersionList([])
+
+
+def restored(store: MemoryStore, version: str) -> AuditEvent | None:
+    """The restore through Tapeview that gave the store `version` back, if it is the last write made
+    through Tapeview: a file whose versions are hashes holds an older version again, listed where
+    it was first seen."""
+    last = events_of(f"store:{store.key}").filter(outcome=WRITTEN).order_by("-at", "-id").first()
+    if last and last.action == kind_of(store).restore_action and last.after == version:
+        return last
+    return None
 
 
 def previous_version(store: MemoryStore, version: str) -> str | None:

@@ -24,6 +24,7 @@ from . import diff, export, past_pages, versions, writes
 from .api import find_store, queue_write
 from .api.schemas import conflict
 from .catalog import refresh_stat, sync_stores
+from .conflicts import conflict_page
 from .forms import AsOfForm, DiffForm, RestoreForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
 from .models import MemoryStore
@@ -43,7 +44,8 @@ def store_list(request: HttpRequest) -> HttpResponse:
     if kind:
         stores = stores.filter(kind__startswith=kind)
     kinds = MemoryStore.objects.values_list("kind", flat=True).distinct().order_by("kind")
-    return render(request, "memory_admin/store_list.html", {"stores": stores, "kinds": kinds, "kind": kind})
+    ctx = {"stores": stores, "kinds": kinds, "kind": kind, "total": MemoryStore.objects.count()}
+    return render(request, "memory_admin/store_list.html", ctx)
 
 
 def store_detail(request: HttpRequest, key: str) -> HttpResponse:
@@ -67,6 +69,7 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
         "adapter": adapter,
         "filters": filters,
         "audit": events_of(f"store:{store.key}")[:50],
+        "size": None if store.tape_id else store.size,  # a zone's own, once it is read
     }
     try:
         snap = versions.snapshot(store)
@@ -80,7 +83,8 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     ctx.update(adapter.page_context(store, snap, filters))
     listed = versions.page_list(store)  # after the snapshot: it keeps the current version
     ctx.update(snap=snap, edits_text=adapter.takes_text(store), restores=adapter.restores(store))
-    ctx.update(listed=listed, versions=listed.choices)
+    ctx.update(size=adapter.size(store, snap))
+    ctx.update(listed=listed, versions=listed.choices, restored=versions.restored(store, snap.version))
     return render(request, "memory_admin/store_detail.html", ctx)
 
 
@@ -100,26 +104,6 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
         return write_page(request, store, "save_text", base, mine=text, text=text)
     preview = form.data.get("text", snap.text) if request.method == "POST" else snap.text
     return render(request, "memory_admin/store_edit.html", {"store": store, "form": form, "preview": preview})
-
-
-def conflict_page(
-    request: HttpRequest, store: MemoryStore, mine: str, base: str, stale: StaleEdit
-) -> HttpResponse:
-    """409: both versions and the diffs between them; nothing was written."""
-    try:
-        base_text = versions.version_text(store, base)
-    except LookupError:
-        base_text = None
-    ctx = {
-        "store": store,
-        "mine": mine,
-        "theirs": stale.current_text,
-        "base_text": base_text,
-        "theirs_diff": diff.line_diff(base_text, stale.current_text) if base_text is not None else None,
-        "mine_diff": diff.line_diff(stale.current_text, mine),
-        "form": TextEditForm(initial={"text": mine, "base_version": stale.current_version}),
-    }
-    return render(request, "memory_admin/conflict.html", ctx, status=409)
 
 
 @role_required("operator")
@@ -178,36 +162,42 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     if not form.is_valid():
         raise Http404("no such version")
     version, base = form.cleaned_data["version"], form.cleaned_data["base_version"]
-    if not form.cleaned_data["confirmed"]:
-        return confirm_page(
-            request, store, f"Restore version {version[:16]}? It is written as a new version."
-        )
     try:
         text = versions.version_text(store, version)
     except LookupError as exc:
         raise Http404(str(exc)) from None
+    if not form.cleaned_data["confirmed"]:
+        # A version is its content's hash: the file gets that very version back, not a new one.
+        question = f"Restore version {version[:16]}? The file will hold version {version[:16]} again."
+        return confirm_page(request, store, question, diff.line_diff(versions.snapshot(store).text, text))
     done = f"Restored version {version[:16]}"
-    return write_page(request, store, "restore", base, done, text, version=version)
+    return write_page(request, store, "restore", base, done, version=version)
 
 
 def write_page(
-    request: HttpRequest, store: MemoryStore, write: str, base: str, done: str = "", mine: str = "", **params
+    request: HttpRequest,
+    store: MemoryStore,
+    write: str,
+    base: str,
+    done: str = "",
+    mine: str | None = None,
+    **params,
 ) -> HttpResponse:
     """Run one write of a page and answer as the user expects: back to the store saying what it
     became, or why nothing was written. A store on another host: its watcher runs the write."""
     actor = Actor.of(request.user)
     if outbox.elsewhere(store.host):
         queued = queue_write(store, "memory.write", {"write": write, "params": params, "base": base}, actor)
-        return _outcome_page(request, store, waited(queued), base, done, mine)
+        return _outcome_page(request, store, waited(queued), base, done, mine, str(params.get("version", "")))
     try:
         snap = _write(store, actor, write, base, params)
     except StaleEdit as stale:
-        return conflict_page(request, store, mine or stale.current_text, base, stale)
+        return conflict_page(request, store, mine, base, stale)
     except TapeBusy as busy:
         return busy_page(request, store, busy)
     except StoreError as exc:
         return refused(request, store, exc)
-    saved(request, snap, base, done)
+    saved(request, snap, base, done, str(params.get("version", "")))
     return redirect("memory_admin:store_detail", key=store.key)
 
 
@@ -233,7 +223,7 @@ def carry_out_write(params: dict, actor: Actor) -> Result:
 
 
 def _outcome_page(
-    request: HttpRequest, store: MemoryStore, queued, base: str, done: str, mine: str
+    request: HttpRequest, store: MemoryStore, queued, base: str, done: str, mine: str | None, again: str = ""
 ) -> HttpResponse:
     """What the page says of a write another host carried out within the wait, as if made here."""
     result = result_of(queued)
@@ -241,11 +231,11 @@ def _outcome_page(
     if result is None or not body:
         return queued_page(request, queued)
     if result.ok:
-        saved(request, Snapshot(body["version"], ""), base, done)
+        saved(request, Snapshot(body["version"], ""), base, done, again)
         return redirect("memory_admin:store_detail", key=store.key)
     if result.status == 409 and "current_version" in body:
         stale = StaleEdit(body["current_content"], body["current_version"])
-        return conflict_page(request, store, mine or stale.current_text, base, stale)
+        return conflict_page(request, store, mine, base, stale)
     if result.status == 409:
         return busy_page(request, store, TapeBusy(result.reason, body.get("retry_after", 2)))
     if result.status == 400:
@@ -253,23 +243,29 @@ def _outcome_page(
     return queued_page(request, queued)  # the store gone on its host, a full disk: its panel says
 
 
-def saved(request: HttpRequest, snap: Snapshot, base: str, done: str = "") -> None:
-    """Say what a write made of the store, by the version its page now shows in the header."""
+def saved(request: HttpRequest, snap: Snapshot, base: str, done: str = "", again: str = "") -> None:
+    """Say what a write made of the store, by the version its page now shows in the header
+    (`again`: the version a restore gave back, which a file whose versions are hashes holds again)."""
     if snap.version == base:
         messages.info(request, f"Nothing changed: the store is still at version {snap.version}.")
+    elif done and snap.version == again:
+        messages.success(request, f"{done}: the file holds version {snap.version} again.")
     elif done:
         messages.success(request, f"{done}: saved as version {snap.version}.")
     else:
         messages.success(request, f"Saved as version {snap.version}.")
 
 
-def confirm_page(request: HttpRequest, store: MemoryStore, question: str) -> HttpResponse:
-    """The question before a destructive write, with the same form to send again, confirmed.
+def confirm_page(
+    request: HttpRequest, store: MemoryStore, question: str, changes: list | None = None
+) -> HttpResponse:
+    """The question before a destructive write, with the same form to send again, confirmed, and
+    what it will change where that is known (a diff.line_diff).
 
     A page, not a script's confirm(): it works without JavaScript and under the site's CSP.
     """
     fields = [(k, v) for k, v in request.POST.items() if k not in ("csrfmiddlewaretoken", "confirmed")]
-    ctx = {"store": store, "question": question, "fields": fields, "action": request.path}
+    ctx = {"store": store, "question": question, "fields": fields, "action": request.path, "changes": changes}
     return render(request, "memory_admin/confirm.html", ctx)
 
 

@@ -63,6 +63,7 @@ class StoreKind:
     lists_revisions: ClassVar[bool] = True  # the page lists Tapeview's revisions (a zone lists its own)
     long_term_action: ClassVar[str] = "edit"  # the audit log's names for a long-term edit and a restore
     restore_action: ClassVar[str] = "restore"
+    edited_part: ClassVar[str] = ""  # what a text edit replaces where it is part of the store, in words
     blame_note: ClassVar[str] = ""  # what the blame page says of who wrote the lines, where it is unknown
 
     def read(self, store: MemoryStore) -> Snapshot:
@@ -99,6 +100,11 @@ class StoreKind:
             raise LookupError(f"no version {version!r} of {store.title}")
         return rev.text
 
+    def edited_text(self, store: MemoryStore, version: str) -> str:
+        """What a text edit replaces, in `version` (LookupError if none): a conflict compares it with
+        the editor's text."""
+        return self.version_text(store, version)
+
     def history(self, store: MemoryStore) -> list[Step]:
         """Every version as it appeared, oldest first (blame and "as of" read these)."""
         return revision_steps(store)
@@ -127,6 +133,10 @@ class StoreKind:
     def export_content(self, snap: Snapshot) -> dict:
         """The content as an export's JSON has it (export.py renders the same fields as Markdown)."""
         return {"text": snap.text}
+
+    def size(self, store: MemoryStore, snap: Snapshot | None = None) -> int:
+        """The bytes the store holds, as its pages show them: by default its file's."""
+        return store.size
 
     def written_at(self, store: MemoryStore, snap: Snapshot) -> datetime | None:
         """When the current version was written, as far as the files tell: by default the file's time."""

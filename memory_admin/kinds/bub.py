@@ -33,6 +33,7 @@ class BubZone(StoreKind):
     lists_revisions = False
     long_term_action = "zone.long_term"
     restore_action = "zone.restore"
+    edited_part = "long-term memory"
 
     def read(self, store: MemoryStore) -> Snapshot:
         return zones.snapshot(zones.zones_of(store.tape))
@@ -46,10 +47,20 @@ class BubZone(StoreKind):
         ]
 
     def version_text(self, store: MemoryStore, version: str) -> str:
+        return bub_zone.zone_text(self._zone(store, version))
+
+    def edited_text(self, store: MemoryStore, version: str) -> str:
+        return self._zone(store, version).long_term
+
+    def _zone(self, store: MemoryStore, version: str) -> bub_zone.Zone:
         zone = next((z for z in zones.zones_of(store.tape)["zones"] if str(z.version) == version), None)
+        if zone is None and settings.TAPEVIEW_WEB_INDEXES:
+            # A version the agent just wrote (a conflict names it) may not be indexed yet.
+            zones.refresh(store.tape)
+            zone = next((z for z in zones.zones_of(store.tape)["zones"] if str(z.version) == version), None)
         if zone is None:
             raise LookupError(f"no version {version!r} of this memory zone")
-        return bub_zone.zone_text(zone)
+        return zone
 
     def history(self, store: MemoryStore) -> list[Step]:
         """The zones the agent read one after the other (each that raised the version: a later but
@@ -68,6 +79,13 @@ class BubZone(StoreKind):
 
     def export_content(self, snap: Snapshot) -> dict:
         return {"long_term": self.long_term_text(snap), "daily": self.daily(snap)}
+
+    def size(self, store: MemoryStore, snap: Snapshot | None = None) -> int:
+        """The current zone's memory (long-term text and notes, UTF-8), not the tape that holds it."""
+        zone = bub_zone.current((snap or self.read(store)).items)
+        if zone is None:
+            return 0
+        return len(zone.long_term.encode()) + sum(len(note.encode()) for note in zone.daily.values())
 
     def written_at(self, store: MemoryStore, snap: Snapshot) -> datetime | None:
         zone = bub_zone.current(snap.items)  # the file's time moves with every entry the agent appends

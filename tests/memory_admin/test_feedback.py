@@ -105,7 +105,7 @@ def test_restoring_a_kept_version_asks_first_then_says_what_it_did(operator_clie
     assert "Restore version" in asked.content.decode() and path.read_text() == "replaced\n"
     r = operator_client.post(f"/memory/{memory.key}/restore", {**sent, "confirmed": "on"}, follow=True)
     assert path.read_text() == original
-    assert messages(r) == [f"Restored version {first}: saved as version {first}."]
+    assert messages(r) == [f"Restored version {first}: the file holds version {first} again."]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,55 @@
+"""Restoring an earlier version of a file: versions are content hashes, so the file holds that version
+again; the pages say so, and the question before it shows what will change."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from memory_admin.models import MemoryStore
+
+pytestmark = pytest.mark.django_db
+
+
+def version_on(page: str) -> str:
+    return re.search(r'<code id="version">(\w+)</code>', page).group(1)
+
+
+@pytest.fixture
+def replaced(operator_client, memory_sources) -> tuple[MemoryStore, str, str]:
+    """USER.md seen at its first version, then replaced through Tapeview: (store, first, current)."""
+    memory = MemoryStore.objects.get(kind="nanobot.file", title="USER.md")
+    first = version_on(operator_client.get(f"/memory/{memory.key}/").content.decode())
+    operator_client.post(f"/memory/{memory.key}/edit", {"text": "replaced\n", "base_version": first})
+    current = version_on(operator_client.get(f"/memory/{memory.key}/").content.decode())
+    return memory, first, current
+
+
+def test_the_question_before_a_restore_shows_what_will_change(operator_client, replaced) -> None:
+    memory, first, current = replaced
+    page = operator_client.post(
+        f"/memory/{memory.key}/restore", {"version": first, "base_version": current}
+    ).content.decode()
+
+    assert f"The file will hold version {first} again" in page
+    assert "written as a new version" not in page
+    changes = re.search(r'<section id="changes">(.*?)</section>', page, re.S)
+    assert changes and '<tr class="del">' in changes.group(1) and "replaced" in changes.group(1)
+
+
+def test_after_a_restore_the_page_says_the_file_holds_that_version_again(operator_client, replaced) -> None:
+    memory, first, current = replaced
+    done = operator_client.post(
+        f"/memory/{memory.key}/restore",
+        {"version": first, "base_version": current, "confirmed": "on"},
+        follow=True,
+    )
+    page = done.content.decode()
+
+    assert f"Restored version {first}: the file holds version {first} again." in page
+    assert f"saved as version {first}" not in page
+    row = re.search(rf'<tr class="current">(?:(?!</tr>).)*{first}(?:(?!</tr>).)*</tr>', page, re.S)
+    assert row and "current" in row.group(0) and "restored" in row.group(0) and "by olga" in row.group(0)
+    assert Path(memory.path).read_text() != "replaced\n"
