@@ -46,6 +46,7 @@ class TapeOut(Schema):
     kind: str
     role: str
     label: str
+    name: str = Field(description="its name in its source, shown under the label (Bub: the file name)")
     entries: int
     unreadable: int
     anchors: int
@@ -128,7 +129,18 @@ router = Router(tags=["tapes"])
 
 
 def _tape_out(tape: Tape) -> dict:
-    fields = ("host", "source", "kind", "role", "label", "entries", "unreadable", "anchors", "last_anchor")
+    fields = (
+        "host",
+        "source",
+        "kind",
+        "role",
+        "label",
+        "name",
+        "entries",
+        "unreadable",
+        "anchors",
+        "last_anchor",
+    )
     more = ("first_at", "last_at", "tokens", "errors")
     return {"id": tape.key, "size_bytes": tape.size, **{f: getattr(tape, f) for f in (*fields, *more)}}
 
