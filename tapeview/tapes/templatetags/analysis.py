@@ -20,7 +20,7 @@ def share(value: float | None) -> str:
 
 @register.filter
 def seconds(value: float | None) -> str:
-    """A duration: 0.4 s, 42 s, 3 min 5 s, 2 h 10 min; "–" when unknown."""
+    """A duration: 0.4 s, 42 s, 3 min 5 s, 2 h 10 min, 34 d 0 h; "–" when unknown."""
     if value is None:
         return "–"
     if value < 10:
@@ -30,7 +30,9 @@ def seconds(value: float | None) -> str:
         return f"{whole} s"
     if whole < 3600:
         return f"{whole // 60} min {whole % 60} s"
-    return f"{whole // 3600} h {whole % 3600 // 60} min"
+    if whole < 86400:
+        return f"{whole // 3600} h {whole % 3600 // 60} min"
+    return f"{whole // 86400} d {whole % 86400 // 3600} h"
 
 
 @register.filter
