@@ -8,18 +8,16 @@ and counts at most CAP_CHARS characters: past those it is a lower bound, marked 
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
-from functools import cached_property
 
 from django.conf import settings
 from django.core.cache import cache
 
-from tapeview.sources import Entry, reader
-from tapeview.sources.model import ContextMessage, content_text
+from tapeview.sources import Entry
 
-from . import archive, handoff, pictures, timeline, tokenizer, windows
+from . import archive, handoff, pictures, timeline, turn_end, windows
 from . import rows as index_rows
+from .estimate import CAP_CHARS, Estimate
 from .models import Tape
 from .phase_tally import usage
 from .rows import Rows
@@ -27,9 +25,9 @@ from .rows import Rows
 CAP_ROWS = 2_000
 CAP_BYTES = 4 * 1024 * 1024
 TURN_EVENTS = ("loop.start", "run")
-TURN_STARTS_ENDS = {("event", "loop.start"), ("event", "run"), ("message", "user")}  # moved_by
-CAP_CHARS = 2_000_000
-MESSAGE_OVERHEAD = 3  # tokens a chat message costs besides its text (OpenAI's counting guide)
+# moved_by: where a turn starts or ends (formats/bub.md §2.2, §4: a user message starts one elsewhere).
+TURN_STARTS_ENDS = {("event", n) for n in ("loop.start", "run", "loop.step", "command")}
+TURN_STARTS_ENDS.add(("message", "user"))
 TURNS_SECONDS = 600  # how long the turn starts and reports read are kept (_turns)
 
 
@@ -45,6 +43,8 @@ class Budget:
     encoding: str = ""  # what an estimate counted with
     suggested_handoff_pos: int | None = None
     suggested_tokens: int | None = None
+    # The tape's last entry ends no turn: a handoff waits for the turn's end (handoff.append_state).
+    mid_turn: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -111,13 +111,21 @@ def _measure(tape: Tape, index: Rows | None) -> Budget:
         budget.tokens_since_anchor, budget.source = estimate.total, "estimated"
         budget.encoding, budget.capped = estimate.encoding, capped or estimate.capped
     if suggest and budget.window:
-        end = (index or index_rows.of(tape)).last_pos() or 0
+        # Mid-turn, the tape's end is no turn boundary: the last is where the last turn ended (if
+        # found), priced as it was there; `window` prices a place never within half of it.
+        ended, half, now = turn_end.last_turn_end(tape, start, index), budget.window // 2, None
+        end, budget.mid_turn = ended.pos or 0, ended.mid_turn
         if estimate is None:
             # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
-            fit = last_fit(_turns(tape, start, index), budget.tokens_since_anchor, end, budget.window // 2)
+            turns = _turns(tape, start, index)
+            if ended.pos is not None:
+                now = _reported_by(turns, end) if ended.mid_turn else budget.tokens_since_anchor
+            fit = last_fit(turns, budget.window if now is None else now, end, half)
         else:
-            points = turn_boundaries(estimate.entries, estimate, budget.tokens_since_anchor, end)
-            fits = [(pos, tokens) for pos, tokens in points if tokens <= budget.window // 2]
+            if ended.pos is not None:
+                now = estimate.before(end + 1) if ended.mid_turn else budget.tokens_since_anchor
+            points = turn_boundaries(estimate.entries, estimate, budget.window if now is None else now, end)
+            fits = [(pos, tokens) for pos, tokens in points if tokens <= half]
             fit = fits[-1] if fits else None
         if fit:
             budget.suggested_handoff_pos, budget.suggested_tokens = fit
@@ -188,6 +196,16 @@ def _turns(tape: Tape, start: int, index: Rows | None) -> Turns:
     return pos[first:], kind[first:], name[first:], prompt[first:]
 
 
+def _reported_by(turns: Turns, end: int) -> int | None:
+    """The prompt tokens last reported at or before `end` in these columns (as last_fit reads them)."""
+    found = [
+        t
+        for p, k, t in zip(turns[0], turns[1], turns[3], strict=True)
+        if p <= end and t is not None and k != "metadata"
+    ]
+    return found[-1] if found else None
+
+
 def _slim(pos: int, length: int, e: Entry | None) -> tuple:
     """A row of _turns' columns; kind "" for an entry too big to parse (never a start or a report)."""
     if e is None or e.truncated:
@@ -214,59 +232,6 @@ def last_fit(turns: Turns, now: int, end: int, half: int) -> tuple[int, int] | N
         if tokens is not None and k != "metadata":  # phase_tally.usage: a report, but not a snapshot
             reported = tokens
     return (end, now) if turns_seen and now <= half else fit
-
-
-class Estimate:
-    """Tokens of the context the agent's own rules build from some entries, and of each prefix of it."""
-
-    def __init__(self, kind: str, entries: list[Entry], encoding: str) -> None:
-        self.kind, self.entries, self.encoding = kind, entries, encoding
-        self.capped = False
-
-    @cached_property
-    def _counts(self) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-        messages = reader(self.kind).context_messages(self.entries)
-        left = CAP_CHARS
-        counted: list[tuple[int, int]] = []
-        for m in reversed(messages):  # the newest first: a cap drops the oldest text
-            text = _text(m)
-            if len(text) > left:
-                text, self.capped = text[:left], True
-            left -= len(text)
-            counted.append((m.source_pos, tokenizer.count(text, self.encoding) + MESSAGE_OVERHEAD))
-        counted.sort(key=lambda c: c[0])
-        positions = [pos for pos, _ in counted]
-        sums = [0]
-        for _, tokens in counted:
-            sums.append(sums[-1] + tokens)
-        # A system prompt is sent with every call: the latest one counts, once (Bub's `system` entries).
-        prompts = [
-            (e.pos, e.payload.get("content"))
-            for e in self.entries
-            if e.kind == "system" and isinstance(e.payload, dict)
-        ]
-        systems = [
-            (pos, tokenizer.count(text[:CAP_CHARS], self.encoding))
-            for pos, text in prompts[-1:]
-            if isinstance(text, str)
-        ]
-        return positions, sums, systems
-
-    def before(self, pos: int) -> int:
-        """The tokens of the context built from the entries before `pos`."""
-        positions, sums, systems = self._counts
-        system = [tokens for at, tokens in systems if at < pos]
-        return sums[bisect.bisect_left(positions, pos)] + (system[-1] if system else 0)
-
-    @property
-    def total(self) -> int:
-        return self.before(2**62)
-
-
-def _text(m: ContextMessage) -> str:
-    calls = [c.get("function") for c in m.tool_calls or [] if isinstance(c, dict)]
-    parts = [f"{f.get('name') or ''}{f.get('arguments') or ''}" for f in calls if isinstance(f, dict)]
-    return "\n".join([content_text(m.content), *parts])
 
 
 def turn_boundaries(

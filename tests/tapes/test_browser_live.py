@@ -71,9 +71,12 @@ def test_a_reader_scrolled_up_keeps_their_place_as_entries_arrive(page: Page, ta
     page.evaluate("window.scrollBy(0, -50)")
     place = page.evaluate("window.scrollY")
     assert place + 2000 < page.evaluate("document.documentElement.scrollHeight")  # far from the bottom
+    top = page.locator("#e70").bounding_box()["y"]
     append_line(tape_end, answer(98, "Written below where you read"))
     expect(page.locator("#e98")).to_contain_text("Written below where you read", timeout=2000)
-    assert page.evaluate("window.scrollY") == place
+    # Where the entry read is on the screen: the boxes above it may change (the budget box says the
+    # agent is mid-turn now), and the browser keeps the reader's place by scrolling as much.
+    assert abs(page.locator("#e70").bounding_box()["y"] - top) < 1  # scrolled by whole pixels
     expect(page.locator("#e98")).not_to_be_in_viewport()
     expect(page.locator("#e70")).to_be_in_viewport()
 

@@ -28,6 +28,7 @@ BUDGET_KEYS = {
     "threshold",
     "overflowed",
     "capped",
+    "mid_turn",
 }
 
 

@@ -85,6 +85,11 @@ class BudgetOut(Schema):
     threshold: float
     overflowed: bool = Field(description="the tape has overflowed its context before")
     capped: bool = Field(description="an estimate that read or counted only the newest part: a lower bound")
+    mid_turn: bool = Field(
+        description="the tape's last entry ends no turn (the agent is mid-turn, or stopped in one): "
+        "a handoff written now gets 409 busy until the turn ends; suggested_handoff_pos is a boundary "
+        "before that turn"
+    )
 
 
 router = Router(tags=["tapes"])
@@ -165,4 +170,5 @@ def get_budget(request: HttpRequest, tape_id: str) -> dict:
         "threshold": b.threshold,
         "overflowed": b.overflowed,
         "capped": b.capped,
+        "mid_turn": b.mid_turn,
     }

@@ -7,7 +7,7 @@ import hashlib
 import pickle
 
 from django.core.cache import cache
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
@@ -19,9 +19,11 @@ PHASE_ROWS = 100
 ROWS_SECONDS = 600
 
 
-def phase_table(request: HttpRequest, tape: Tape) -> dict:
-    """The phase table's rows in the order asked (`?psort=`) and the phase bars, drawn."""
-    form = PhaseSortForm(request.GET)
+def phase_table(request: HttpRequest, tape: Tape, query: QueryDict | None = None) -> dict:
+    """The phase table's rows in the order asked (`?psort=`) and the phase bars, drawn; `query`:
+    the page's own query, where the request is not the page's (its live end's), for the links."""
+    query = request.GET if query is None else query
+    form = PhaseSortForm(query)
     sort = form.current_sort()
     # The phases are kept by the indexer on the anchor rows: they change only as the index does.
     also = (sort, tape.phase_count, tape.lead_phase)
@@ -29,6 +31,8 @@ def phase_table(request: HttpRequest, tape: Tape) -> dict:
     return {
         **table,
         "phase_columns": form.columns(),
+        "phase_sort": sort,
+        "phase_query": query,
         "phase_total": phases.count(tape),
         "usage_note": phases.USAGE_NOTES.get(tape.kind, ""),
     }

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.db.models import Q
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
@@ -102,7 +103,21 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         "replaced": seen is not None and tape.size < seen,
         "budget": measured,
     }
+    if page.items:
+        # The phase the tape ends in grew (or a new one began): the table again, from the anchor rows.
+        ctx.update(phase_table(request, tape, _page_query(request)))
     return _render(request, "tapes/tape_detail.html#live", ctx)
+
+
+def _page_query(request: HttpRequest) -> QueryDict:
+    """The query of the page a live end polls from (htmx says its URL), with the phase table's order
+    it sent: what the phase table's links keep."""
+    url = request.htmx.current_url if request.htmx else None
+    query = QueryDict(urlsplit(url).query if url else "", mutable=True)
+    query.pop("psort", None)
+    if request.GET.get("psort"):
+        query["psort"] = request.GET["psort"]
+    return query
 
 
 def _timeline(tape: Tape, where: dict, jump: int | None) -> tuple[timeline.Page, dict]:
