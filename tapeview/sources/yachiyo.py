@@ -23,6 +23,7 @@ from .yachiyo_entries import as_text, body, decode_result, flatten, obj, result_
 KIND = "yachiyo"
 PREVIEW_BYTES = 600
 TITLE_UNITS = 40  # yachiyo's title: the first user message's first 40 UTF-16 units (formats §A.3)
+FIRST_MESSAGE = 300  # characters of it the index keeps (Tape.first_message), for the hover
 SAFE = "-_.!~*'()"  # what JS encodeURIComponent leaves alone
 
 
@@ -132,11 +133,22 @@ def pointer(metadata: dict | None, messages: int) -> int:
 def session_label(tape_name: str, entry: Entry) -> str | None:
     """yachiyo's own title rule (the first user message, trimmed, cut to 40 UTF-16 units), with an
     ellipsis where it cut: the label of a session index.json does not list."""
-    if entry.kind != "message" or entry.name != "user" or not isinstance(entry.payload, dict):
-        return None
-    text = as_text(entry.payload.get("content")).strip()
+    text = _user_text(entry)
     title = _utf16(text)[: TITLE_UNITS * 2].decode("utf-16-le", errors="ignore")  # a cut pair: dropped
     return (title + "…" if len(_utf16(text)) > TITLE_UNITS * 2 else title) or None
+
+
+def first_message(entry: Entry) -> str | None:
+    """A user message, trimmed, as the session index's hover shows the title's whole text: at most
+    FIRST_MESSAGE characters, the last of them "…" where it was cut. None for any other entry."""
+    text = _user_text(entry)
+    return (text[: FIRST_MESSAGE - 1] + "…" if len(text) > FIRST_MESSAGE else text) or None
+
+
+def _user_text(entry: Entry) -> str:
+    if entry.kind != "message" or entry.name != "user" or not isinstance(entry.payload, dict):
+        return ""
+    return as_text(entry.payload.get("content")).strip()
 
 
 def _marked(title: str) -> str:

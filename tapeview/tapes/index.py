@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, bub_lines, paths, reader
+from tapeview.sources import TapeNotFound, bub_lines, paths, reader, yachiyo
 from tapeview.sources.raw_bytes import head
 
 from . import blocklane, bulk, fastlane, signals
@@ -294,3 +294,5 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
     if _wants_label(tape) and (e.kind == "message" or e.name == "loop.start"):
         tape.label_tries += 1
         tape.label = reader(tape.kind).session_label(tape.name, e) or tape.label
+    if tape.kind == "yachiyo" and not tape.first_message:  # also where index.json gave the label
+        tape.first_message = yachiyo.first_message(e) or ""

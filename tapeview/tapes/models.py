@@ -64,6 +64,9 @@ class Tape(models.Model):
     last_cached_tokens = models.IntegerField(null=True)
     last_id = models.BigIntegerField(null=True)
     label_tries = models.IntegerField(default=0)
+    # yachiyo: its first user message, whole up to sources.yachiyo.FIRST_MESSAGE characters, where the
+    # label holds only the 40 that yachiyo's title keeps; the session index shows it on hover.
+    first_message = models.CharField(max_length=300, blank=True, default="")
     # Phases (tapes.phase_tally): how many phase anchors, and the span before the first one as a
     # dict of phase statistics (null: the tape starts with an anchor). -1: counted before these
     # statistics existed, so the next refresh indexes the tape again (migration 0005).
