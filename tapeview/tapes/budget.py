@@ -26,7 +26,10 @@ CAP_ROWS = 2_000
 CAP_BYTES = 4 * 1024 * 1024
 TURN_EVENTS = ("loop.start", "run")
 # moved_by: where a turn starts or ends (formats/bub.md §2.2, §4: a user message starts one elsewhere).
-TURN_STARTS_ENDS = {("event", n) for n in ("loop.start", "run", "loop.step", "command")}
+# Bub 0.2 ends turns with `loop.step.finish`, `loop.result` (bub_tail.is_terminal): mid_turn follows.
+TURN_STARTS_ENDS = {
+    ("event", n) for n in ("loop.start", "run", "loop.step", "command", "loop.step.finish", "loop.result")
+}
 TURN_STARTS_ENDS.add(("message", "user"))
 TURNS_SECONDS = 600  # how long the turn starts and reports read are kept (_turns)
 

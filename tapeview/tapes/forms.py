@@ -127,6 +127,8 @@ class TimelineForm(forms.Form):
     time = forms.DateTimeField(required=False)
     # The live tail: the file's size the reader has seen, so an unchanged file costs no page.
     seen = forms.IntegerField(required=False, min_value=0)
+    # ... and that it shows no entries yet (nor pagers): the first it gets bring the pagers too.
+    empty = forms.BooleanField(required=False)
 
     def clean_time(self):
         when = self.cleaned_data.get("time")

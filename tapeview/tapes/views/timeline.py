@@ -63,6 +63,7 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         "live_after": page.last_pos
         if page.last_pos is not None
         else min(where.get("after") or 0, tape.next_pos - 1),
+        "live_empty": not page.items,  # no pagers yet: its poller asks for them with the first entries
     }
     if request.htmx:
         return _render(request, "tapes/tape_detail.html#entries", ctx)
@@ -86,7 +87,7 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
     tape = lookup.find_tape(key)
     form = TimelineForm(request.GET)
     form.is_valid()
-    after, seen = form.cleaned_data.get("after"), form.cleaned_data.get("seen")
+    after, seen, empty = (form.cleaned_data.get(k) for k in ("after", "seen", "empty"))
     if after is None:
         problem = " ".join(form.errors.get("after", ["It is missing."]))
         raise BadRequest(f"?after= is the position of the last entry shown, a whole number: {problem}")
@@ -102,6 +103,9 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         # A shorter file was replaced or cut: positions may name other entries now; stop following.
         "replaced": seen is not None and tape.size < seen,
         "budget": measured,
+        # The reader's page showed no entries: with the first, its pagers (and no "no entries" note).
+        "first_entries": empty and bool(page.items),
+        "live_empty": empty and not page.items,
     }
     if page.items:
         # The phase the tape ends in grew (or a new one began): the table again, from the anchor rows.
