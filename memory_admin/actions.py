@@ -10,11 +10,10 @@ from django.views.decorators.http import require_POST
 
 from tapeview.accounts.roles import role_required
 
-from . import diff, versions
+from . import versions
 from .api import find_store
 from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of
-from .models import MemoryStore
 from .stores.model import StoreError
 from .views import confirm_page, refused, write_page
 
@@ -62,18 +61,10 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
         notes = f"{len(gone)} daily note{pluralize(len(gone))}"
         done, question = f"Pruned {notes}", question.format(notes=notes, days=days, dates=", ".join(gone))
     if question and not data["confirmed"]:
-        changes = _restore_changes(store, str(data["version"])) if action == "restore" else None
+        changes = versions.restore_changes(store, str(data["version"])) if action == "restore" else None
         return confirm_page(request, store, question, changes)
     mine = data["text"] if action == "long_term" else None  # the text a conflict offers to save again
     return write_page(request, store, "zone_write", base, done, mine, action=action, **params)
-
-
-def _restore_changes(store: MemoryStore, version: str) -> list | None:
-    """What a restore changes, the current zone against the restored one (None: no such version)."""
-    try:
-        return diff.line_diff(versions.snapshot(store).text, versions.version_text(store, version))
-    except LookupError:
-        return None
 
 
 @require_POST

@@ -11,6 +11,7 @@ from tapeview.accounts.models import AuditEvent
 from tapeview.sources import TapeNotFound
 from tapeview.tapes.models import db_text
 
+from . import diff
 from .kinds import VersionChoice, VersionList, kind_of
 from .models import MemoryStore, Revision
 from .signals import store_changed
@@ -93,3 +94,13 @@ def diff_pair(store: MemoryStore, frm: str | None = None, to: str | None = None)
     frm = frm or previous_version(store, to)
     old = version_text(store, frm) if frm else ""
     return DiffPair(frm, to, old, new)
+
+
+def restore_changes(store: MemoryStore, version: str) -> list | None:
+    """What restoring `version` changes, the file now against it, for the page that asks first; None
+    where either cannot be read here (no such version, a file unreadable or on a host with no copy:
+    the restore itself says why)."""
+    try:
+        return diff.line_diff(snapshot(store).text, version_text(store, version))
+    except (LookupError, StoreError):  # TapeNotFound, NotCopied: LookupErrors
+        return None

@@ -163,13 +163,15 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
         raise Http404("no such version")
     version, base = form.cleaned_data["version"], form.cleaned_data["base_version"]
     try:
-        text = versions.version_text(store, version)
+        versions.version_text(store, version)
     except LookupError as exc:
         raise Http404(str(exc)) from None
+    except StoreError as exc:
+        return refused(request, store, exc)
     if not form.cleaned_data["confirmed"]:
         # A version is its content's hash: the file gets that very version back, not a new one.
         question = f"Restore version {version[:16]}? The file will hold version {version[:16]} again."
-        return confirm_page(request, store, question, diff.line_diff(versions.snapshot(store).text, text))
+        return confirm_page(request, store, question, versions.restore_changes(store, version))
     done = f"Restored version {version[:16]}"
     return write_page(request, store, "restore", base, done, version=version)
 

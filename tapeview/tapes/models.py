@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from tapeview.sources import python_json
+from tapeview.sources.nanobot import ARCHIVED_ANCHOR
 
 
 def this_host() -> str:
@@ -104,6 +105,14 @@ class Tape(models.Model):
     @property
     def pending_bytes(self) -> int:
         return max(0, self.size - self.indexed_offset)
+
+    @property
+    def since_after(self) -> int | None:
+        """Where the entries since the last anchor begin after: a message nanobot's archive pointer
+        names is the first of them itself (tapes.index counts it among them)."""
+        if self.last_anchor_pos and self.last_anchor == ARCHIVED_ANCHOR:
+            return self.last_anchor_pos - 1
+        return self.last_anchor_pos
 
 
 class EntryChunk(models.Model):

@@ -12,8 +12,8 @@ from . import timeline
 from .models import Tape
 from .rows import Rows
 
-# The newest rows read back for the end of the last turn while one is under way. A turn that wrote
-# more since has its start further back: then no end is offered, rather than reading on.
+# The newest events and anchors read back for the end of the last turn while one is under way. A turn
+# that wrote more since has its start further back: then no end is offered, rather than reading on.
 LOOK_BACK = 64
 
 
@@ -31,7 +31,8 @@ def last_turn_end(tape: Tape, start: int, index: Rows | None = None) -> TurnEnd:
         return TurnEnd(None, False)
     if _ends_turn(tape, last):
         return TurnEnd(last[0].pos, False)
-    back = rows.tail(LOOK_BACK)[:-1]
+    # Only an event or an anchor ends a turn (bub_tail.is_terminal): the others are not read.
+    back = [r for r in rows.where(kinds=("event", "anchor")).tail(LOOK_BACK) if r.pos != last[0].pos]
     ends = [e.pos for e in timeline.read_rows(tape, back) if not e.truncated and is_terminal(e)]
     return TurnEnd(max(ends) if ends else None, True)
 

@@ -53,3 +53,22 @@ def test_after_a_restore_the_page_says_the_file_holds_that_version_again(operato
     row = re.search(rf'<tr class="current">(?:(?!</tr>).)*{first}(?:(?!</tr>).)*</tr>', page, re.S)
     assert row and "current" in row.group(0) and "restored" in row.group(0) and "by olga" in row.group(0)
     assert Path(memory.path).read_text() != "replaced\n"
+
+
+@pytest.mark.parametrize("how", ["gone", "unreadable"])
+def test_the_question_is_asked_where_the_file_cannot_be_read_now(operator_client, replaced, how) -> None:
+    """A file gone or unreadable since: the question is still asked (a 200, not an error page), and
+    nothing is written until it is answered."""
+    memory, first, current = replaced
+    path = Path(memory.path)
+    if how == "gone":
+        path.unlink()
+    else:
+        path.write_bytes(b"\xff\xfe not UTF-8 \xff\n")
+    before = path.read_bytes() if path.exists() else None
+    r = operator_client.post(f"/memory/{memory.key}/restore", {"version": first, "base_version": current})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert f"The file will hold version {first} again" in page
+    assert (path.read_bytes() if path.exists() else None) == before

@@ -54,8 +54,8 @@ def test_the_phase_table_and_the_pager_follow_what_the_agent_appends(page: Page,
 
         append_line(tape, tool_call(98))
         append_line(tape, bub(99, "tool_result", {"results": ["ok"]}))
-        expect(page.locator("#count-entries")).to_have_text("99", timeout=3000)  # the header, as before
-        expect(current.locator(".count")).to_have_text("29", timeout=3000)
+        expect(page.locator("#count-entries")).to_have_text("99", timeout=10_000)  # the header, as before
+        expect(current.locator(".count")).to_have_text("29", timeout=10_000)
         expect(calls).to_have_text(str(before + 1))
         expect(pagers).to_contain_text(["– #99", "– #99"])
 
@@ -64,14 +64,14 @@ def test_the_phase_table_and_the_pager_follow_what_the_agent_appends(page: Page,
         expect(page.locator("#phase-table th[aria-sort]")).to_contain_text("Calls")
         append_line(tape, tool_call(100))
         row = page.locator("#phase-table tr", has_text="auto_handoff/context_overflow")
-        expect(row.locator(".count")).to_have_text("30", timeout=3000)
+        expect(row.locator(".count")).to_have_text("30", timeout=10_000)
         expect(page.locator("#phase-table th[aria-sort]")).to_contain_text("Calls")
         assert "after=" not in page.locator("#phase-table th a").first.get_attribute("href")
 
         # A new anchor starts a phase: its row appears.
         append_line(tape, bub(101, "anchor", {"name": "phase/watched", "state": {"summary": "seen live"}}))
         new = page.locator("#phase-table tr", has_text="phase/watched")
-        expect(new).to_have_count(1, timeout=3000)
+        expect(new).to_have_count(1, timeout=10_000)
         expect(pagers).to_contain_text(["– #101", "– #101"])
         assert page.evaluate("window.notReloaded") is True  # all of it changed in place
         expect(page.locator("#phase-table")).to_have_count(1)

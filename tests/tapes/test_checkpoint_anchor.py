@@ -117,6 +117,10 @@ def test_the_message_the_archive_pointer_names_is_one_of_the_entries_since_it(
         since = tape.entries - held + 1  # the named row and every row after it
         page = viewer_client.get(f"/tapes/{tape.key}/").content.decode()
         assert re.search(rf'id="count-since"[^>]*>{since}<', page), tape.label
+        # Its link lists them: the named row first.
+        (link,) = re.findall(r'href="([^"]+)" id="count-since"', page)
+        listed = viewer_client.get(link.replace("&amp;", "&")).content.decode()
+        assert re.findall(r'<(?:article|div) class="[^"]*" id="e(\d+)"', listed)[0] == str(held)
         assert phase_counts(page)[1] == since
         assert reader.get(f"/api/tapes/{tape.key}").json()["entries_since_anchor"] == since
         anchors = reader.get(f"/api/tapes/{tape.key}/anchors").json()["items"]

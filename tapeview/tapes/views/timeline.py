@@ -24,7 +24,7 @@ from ..forms import (
 )
 from ..models import Anchor, Tape
 from .cards import Cards
-from .phase_table import phase_table
+from .phase_table import PHASE_ROWS, phase_table
 
 KEPT_SECONDS = 600  # as the pictures: what is kept changes only when the tape's index does
 LINEAGE_PAGE_SIZE = 100
@@ -107,8 +107,9 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         "first_entries": empty and bool(page.items),
         "live_empty": empty and not page.items,
     }
-    if page.items:
+    if page.items and tape.phase_count < PHASE_ROWS:
         # The phase the tape ends in grew (or a new one began): the table again, from the anchor rows.
+        # Past a page of phases the table shows the first ones: a reload shows the newest.
         ctx.update(phase_table(request, tape, _page_query(request)))
     return _render(request, "tapes/tape_detail.html#live", ctx)
 
