@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser import ARTIFACTS
 
+from .test_browser_live import sign_in
 from .test_family_anchors import summary_tape
 from .test_family_anchors_pages import demo  # noqa: F401 (a fixture)
 
@@ -40,12 +41,7 @@ def site(live_server, settings, demo: Path) -> str:  # noqa: F811
 def test_the_checkpoints_summary_is_a_muted_block_apart_from_the_users_messages(
     page: Page, site: str, user_factory
 ) -> None:
-    user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
-
+    sign_in(page, site, user_factory)
     tape, marker = summary_tape()
     page.goto(f"{site}/tapes/{tape.key}/?at={marker}#e{marker}")
     card = page.locator(f"#e{marker}")
