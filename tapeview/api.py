@@ -82,13 +82,20 @@ def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     # Only where, what and why: pydantic's `input` and `ctx` may echo large or unserialisable values.
     errors = [
         {
-            "loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
+            "loc": _where(e.get("loc", ())),
             "msg": str(e.get("msg", "")),
             "type": str(e.get("type", "")),
         }
         for e in exc.errors
     ]
     return _error(request, 422, errors)
+
+
+def _where(loc: tuple) -> list[int | str]:
+    """An error's place as the client sent it: ninja names a body field after the view's parameter
+    too (["body", "body", "name"]); the client sent ["body", "name"]."""
+    where = [p if isinstance(p, int) else str(p) for p in loc]
+    return [where[0], *where[2:]] if where[:1] == ["body"] and len(where) > 2 else where
 
 
 @api.exception_handler(Http404)
