@@ -61,8 +61,8 @@ def zone_action(request: HttpRequest, key: str) -> HttpResponse:
         notes = f"{len(gone)} daily note{pluralize(len(gone))}"
         done, question = f"Pruned {notes}", question.format(notes=notes, days=days, dates=", ".join(gone))
     if question and not data["confirmed"]:
-        changes = versions.restore_changes(store, str(data["version"])) if action == "restore" else None
-        return confirm_page(request, store, question, changes)
+        changes = versions.restore_changes(store, str(data["version"])) if action == "restore" else (None, "")
+        return confirm_page(request, store, question, *changes)
     mine = data["text"] if action == "long_term" else None  # the text a conflict offers to save again
     return write_page(request, store, "zone_write", base, done, mine, action=action, **params)
 

@@ -171,7 +171,7 @@ def store_restore(request: HttpRequest, key: str) -> HttpResponse:
     if not form.cleaned_data["confirmed"]:
         # A version is its content's hash: the file gets that very version back, not a new one.
         question = f"Restore version {version[:16]}? The file will hold version {version[:16]} again."
-        return confirm_page(request, store, question, versions.restore_changes(store, version))
+        return confirm_page(request, store, question, *versions.restore_changes(store, version))
     done = f"Restored version {version[:16]}"
     return write_page(request, store, "restore", base, done, version=version)
 
@@ -259,15 +259,16 @@ def saved(request: HttpRequest, snap: Snapshot, base: str, done: str = "", again
 
 
 def confirm_page(
-    request: HttpRequest, store: MemoryStore, question: str, changes: list | None = None
+    request: HttpRequest, store: MemoryStore, question: str, changes: list | None = None, now: str = ""
 ) -> HttpResponse:
-    """The question before a destructive write, with the same form to send again, confirmed, and
-    what it will change where that is known (a diff.line_diff).
-
-    A page, not a script's confirm(): it works without JavaScript and under the site's CSP.
-    """
-    fields = [(k, v) for k, v in request.POST.items() if k not in ("csrfmiddlewaretoken", "confirmed")]
+    """The question before a destructive write, with the same form to send again, confirmed (a page:
+    no script's confirm()), and what it changes where known: a diff against the file at version `now`,
+    which the answer is then written on top of (the page says so where the file changed meanwhile)."""
+    sent = request.POST.get("base_version", "")
+    fields = [(k, now if k == "base_version" and now else v) for k, v in request.POST.items()]
+    fields = [(k, v) for k, v in fields if k not in ("csrfmiddlewaretoken", "confirmed")]
     ctx = {"store": store, "question": question, "fields": fields, "action": request.path, "changes": changes}
+    ctx["changed_since"] = (sent, now) if now and sent and now != sent else None
     return render(request, "memory_admin/confirm.html", ctx)
 
 

@@ -42,11 +42,18 @@ class NanobotText(StoreKind):
         return self._merged(store, COMMITS_SHOWN)
 
     def previous(self, store: MemoryStore, version: str) -> str | None:
+        """The newest older version whose text differs: a revision Tapeview kept of a text a commit
+        holds (its own edit, committed; the file seen after Dream's commit) is that commit's change.
+        Where every older one holds the same text, the one just before (a diff with no difference)."""
         listed = self.version_list(store)
-        found = after(listed.choices, version)
-        if found is None and listed.more:  # at or past the cut: look through every commit
-            found = after(self._merged(store, None).choices, version)
-        return found
+        choices = listed.choices
+        if listed.more and after(choices, version) is None:  # at or past the cut: every commit
+            choices = self._merged(store, None).choices
+        names = [c.version for c in choices]
+        older = names[names.index(version) + 1 :] if version in names else []
+        text = self.version_text(store, version)
+        differs = next((v for v in older if self.version_text(store, v) != text), None)
+        return differs or (older[0] if older else None)
 
     def _merged(self, store: MemoryStore, limit: int | None) -> VersionList:
         # One commit past the limit tells whether the list is cut.

@@ -72,3 +72,33 @@ def test_the_question_is_asked_where_the_file_cannot_be_read_now(operator_client
     page = r.content.decode()
     assert f"The file will hold version {first} again" in page
     assert (path.read_bytes() if path.exists() else None) == before
+
+
+def test_a_restore_asked_after_the_agent_wrote_is_answered_on_top_of_what_it_showed(
+    operator_client, replaced
+) -> None:
+    """The question shows the file as it is now, the agent's new line going; answering it restores at
+    once, without a conflict about the version the store page was opened at."""
+    memory, first, current = replaced
+    path = Path(memory.path)
+    path.write_text(path.read_text() + "- the agent wrote this meanwhile\n")
+    page = operator_client.post(
+        f"/memory/{memory.key}/restore", {"version": first, "base_version": current}
+    ).content.decode()
+
+    assert 'id="changed-since"' in page
+    changes = re.search(r'<section id="changes">(.*?)</section>', page, re.S).group(1)
+    assert '<tr class="del">' in changes and "the agent wrote this meanwhile" in changes
+    base = re.search(r'name="base_version" value="(\w+)"', page).group(1)
+    assert base != current
+    done = operator_client.post(
+        f"/memory/{memory.key}/restore", {"version": first, "base_version": base, "confirmed": "on"}
+    )
+    assert done.status_code == 302
+    assert "meanwhile" not in path.read_text()
+    # The file changed again after the question: the answer is a conflict, nothing written over it.
+    path.write_text(path.read_text() + "- and again\n")
+    again = operator_client.post(
+        f"/memory/{memory.key}/restore", {"version": current, "base_version": first, "confirmed": "on"}
+    )
+    assert again.status_code == 409 and path.read_text().endswith("- and again\n")

@@ -142,3 +142,25 @@ def test_the_oldest_listed_commit_still_diffs_with_the_one_before_it(viewer_clie
     page = viewer_client.get(f"/memory/{cut['key']}/diff", {"to": cut["B"]}).content.decode()
     frm = page.split('name="frm"', 1)[1].split("</select>", 1)[0]
     assert f'<option value="{cut["A"]}" selected>' in frm and "Nothing comes before" not in page
+
+
+def test_an_edit_through_tapeview_diffs_with_what_came_before_it_not_with_its_own_commit(
+    viewer_client, writer, timeline
+) -> None:
+    """Tapeview keeps a revision of its edit and commits it to nanobot's git store: two versions of
+    one text. "The one before" either of them is the version before the edit."""
+    key = timeline["key"]
+    base = viewer_client.get(f"/api/memory/{key}/versions").json()["items"][0]["version"]
+    store = MemoryStore.objects.get(key=key)
+    text = Path(store.path).read_text()
+    edited = writer.put(
+        f"/api/memory/{key}/long-term", {"content": text + "- edited here\n", "base_version": base}
+    )
+    assert edited.status_code == 200
+    items = viewer_client.get(f"/api/memory/{key}/versions").json()["items"]
+    revision, commit = items[0]["version"], items[1]["version"]
+    assert commit.startswith("git:") and not revision.startswith("git:")  # the same text twice
+    for newest in (revision, commit):
+        r = viewer_client.get(f"/api/memory/{key}/diff", {"to": newest}).json()
+        assert r["from_version"] == base, newest
+        assert "+- edited here" in r["diff"]
