@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
 from tapeview.accounts.audit import WRITTEN, events_of
 from tapeview.accounts.models import AuditEvent
 from tapeview.sources import TapeNotFound
 from tapeview.tapes.models import db_text
+from tapeview.tapes.pictures.tallies import state_key
 
 from . import diff
 from .kinds import VersionChoice, VersionList, kind_of
 from .models import MemoryStore, Revision
 from .signals import store_changed
 from .stores.model import Snapshot, StoreError
+
+KEPT_SECONDS = 600  # as the tapes' pictures: what a list keeps holds until the files change
 
 
 @dataclass(frozen=True)
@@ -106,3 +110,23 @@ def restore_changes(store: MemoryStore, version: str) -> tuple[list | None, str]
         return diff.line_diff(now.text, version_text(store, version)), now.version
     except (LookupError, StoreError):  # TapeNotFound, NotCopied: LookupErrors
         return None, ""
+
+
+def listed(store: MemoryStore) -> dict:
+    """A store's versions, last change and size as its own page shows them: the revisions Tapeview kept
+    (`store.versions`, counted by the list's query) and the file's time, or for a store that lists
+    its own versions (a Bub zone: the file's time moves with every entry the agent appends) those,
+    and its memory's size, not its tape's."""
+    if kind_of(store).lists_revisions or store.tape is None:
+        return {"versions": store.versions, "changed_at": store.changed_at, "size": store.size}
+    # Kept until the zone's tape or a file beside it changes: a list of many zones reads none again.
+    holders = [store.tape, *store.tape.attachments.filter(role="sidecar")]
+    key = state_key("zone-versions", store.tape, tuple(state_key("holder", h) for h in holders))
+    found = cache.get(key)
+    if found is None:
+        own = kind_of(store).versions(store)  # newest first
+        found = {"versions": len(own), "changed_at": own[0].date if own and own[0].date else None}
+        found["size"] = kind_of(store).size(store)
+        cache.set(key, found, KEPT_SECONDS)
+    changed_at = found["changed_at"] or store.changed_at
+    return {"versions": found["versions"], "changed_at": changed_at, "size": found.get("size", store.size)}

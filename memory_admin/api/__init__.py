@@ -61,12 +61,13 @@ def find_store(key: str, kinds: Collection[str] | None = None) -> MemoryStore:
     return store
 
 
-def _store_out(store: MemoryStore) -> dict:
-    fields = ("source", "kind", "title", "owner", "editable", "note", "changed_at", "version")
+def _store_out(store: MemoryStore, snap: Snapshot | None = None) -> dict:
+    fields = ("source", "kind", "title", "owner", "editable", "note", "version")
     adapter = kind_of(store)
     return {
         "id": store.key,
-        "size_bytes": store.size,
+        **_own_figures(store, snap),
+        "file_size_bytes": store.size,
         "tape_id": store.tape.key if store.tape else None,
         "long_term": adapter.takes_long_term(store),
         "prune": adapter.prune,
@@ -74,10 +75,25 @@ def _store_out(store: MemoryStore) -> dict:
     }
 
 
-def _detail(store: MemoryStore, snap: Snapshot) -> dict:
+def _own_figures(store: MemoryStore, snap: Snapshot | None) -> dict:
+    """The size and last change the pages show: a Bub zone's own memory and newest version, not its
+    tape's (which grows and moves with every entry); the list's from the Memory list's cache, read
+    once per zone until its files change, a store's from `snap`, its current content."""
+    adapter = kind_of(store)
+    if adapter.lists_revisions or store.tape is None:
+        return {"size_bytes": store.size, "changed_at": store.changed_at}
+    if snap is None:
+        own = versions.listed(store)
+        return {"size_bytes": own["size"], "changed_at": own["changed_at"]}
+    newest = versions.page_list(store).choices
+    changed_at = newest[0].date if newest and newest[0].date else store.changed_at
+    return {"size_bytes": adapter.size(store, snap), "changed_at": changed_at}
+
+
+def _detail(store: MemoryStore, snap: Snapshot, now: Snapshot | None = None) -> dict:
     adapter = kind_of(store)
     return {
-        **_store_out(store),
+        **_store_out(store, now),
         "content": snap.text,
         "long_term_text": adapter.long_term_text(snap),
         "daily": adapter.daily(snap),
@@ -114,7 +130,7 @@ def get_store(request: HttpRequest, store_id: str, past: Query[AsOfIn]) -> dict:
     store = find_store(store_id)
     refresh_stat(store)
     if past.as_of is None:
-        return _detail(store, versions.snapshot(store))
+        return _detail(store, snap := versions.snapshot(store), snap)
     point = asof.Point.at(past.as_of)
     with suppress(StoreError):  # the version on disk now joins the history, if the file is readable
         versions.snapshot(store)
@@ -223,7 +239,7 @@ def _long_term(store: MemoryStore, body: LongTermIn, actor: Actor) -> Status:
         snap = writes.replace_long_term(store, body.content, body.base_version, actor)
     except StaleEdit:
         return Status(409, _conflict(store, body.content))
-    return Status(200, _detail(store, snap))
+    return Status(200, _detail(store, snap, snap))
 
 
 @router.post(

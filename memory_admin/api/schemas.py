@@ -48,8 +48,17 @@ class StoreOut(Schema):
     owner: str
     editable: bool
     note: str
-    size_bytes: int
-    changed_at: datetime | None
+    size_bytes: int = Field(
+        description="the bytes the store holds, as its page shows them: a Bub zone's memory (long-term "
+        "text and notes, UTF-8), not the tape file that holds it; another store's file"
+    )
+    file_size_bytes: int = Field(
+        description="the file that holds the store: a Bub zone's tape (or memory sidecar) file"
+    )
+    changed_at: datetime | None = Field(
+        description="its last change, as its page shows it: a Bub zone's newest version's date (the "
+        "tape file's time moves with every entry the agent appends); another store's file's time"
+    )
     version: str = Field(description="the version last seen; GET the store for the current one")
     tape_id: str | None = Field(description="the tape a Bub memory zone belongs to")
     long_term: bool = Field(description="whether PUT .../long-term applies to this store")
