@@ -28,7 +28,6 @@ class Item:
     result_pos: int | None = None  # for tool_call: where its results are
     folded: bool = False  # a tool_result already shown with its call on this page
     boundary: str = ""  # a family boundary drawn before this entry
-    summary: str = ""  # of a nanobot summary checkpoint: the summary kept of what came before
 
 
 @dataclass

@@ -160,7 +160,7 @@ def page(tape: Tape, only: str = "", **where) -> Page:
     if not newer and tape.pending_bytes and not only:
         with copy_reader.reading(tape.host):
             tail = reader(tape.kind).unfinished_tail(Path(tape.path), tape.indexed_offset, tape.next_pos)
-    boundary = archive.mark(tape, index, items, only)
+    boundary = archive.mark(tape, index, items) if not only else None
     if only or first is None:
         blocks = [Block("item", item) for item in items]
     else:

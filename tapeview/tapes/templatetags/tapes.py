@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 
 from tapeview.sources.model import content_text
 from tapeview.sources.nanobot import SUMMARY_ANCHOR
+from tapeview.tapes.phase_tally import anchor_state
 from tapeview.tapes.transcript import output_text
 
 register = template.Library()
@@ -185,13 +186,12 @@ def entry_card(context: template.Context, item: Any, entry: Any) -> dict:
         "jsonl": urls["jsonl"] + segment,
         "md": urls["md"] + segment,
     }
-    # A nanobot summary checkpoint among the anchors alone is drawn as the anchor it is; on the
-    # timeline it stays the hidden row nanobot replays first, under its anchor's bar.
+    # A nanobot checkpoint is an anchor card among the anchors alone; on the timeline, a message.
     listed = context.get("only") == "anchors" and entry.anchor == SUMMARY_ANCHOR
     card["anchor_card"] = entry.readable and not entry.truncated and (kind == "anchor" or listed)
     if card["anchor_card"]:
         card["name"] = entry.anchor or entry.name
-        state = (item.summary if item else "") if entry.anchor else _get(payload, "state")
+        state = anchor_state(entry)  # a Bub anchor's own; a nanobot checkpoint's summary (its reader's)
         card["state"] = _truncated(pretty(state), 300) if state else None
         return card
     classes = ["entry", f"k-{slugify(kind)}"]
@@ -209,7 +209,7 @@ def entry_card(context: template.Context, item: Any, entry: Any) -> dict:
     if kind == "message":
         card["text"] = clip(text_of(_get(payload, "content")))
         card["text"]["html"] = markdown(card["text"]["text"])
-        summary = item.summary if item and card["checkpoint"] else ""
+        summary = (anchor_state(entry) or {}).get("summary") if card["checkpoint"] else None  # latest only
         card["summary"] = {"html": markdown(clip(summary)["text"])} if summary else None
         reasoning = _get(payload, "reasoning_content")
         card["reasoning"] = clip(reasoning)["text"] if reasoning else None

@@ -70,7 +70,6 @@ class Cards:
             item.result_pos,
             item.folded,
             item.boundary,
-            item.summary,
             self.jump == entry.pos,
             self.segment_ends.get(entry.pos),
         )
