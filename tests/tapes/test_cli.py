@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tapeview import home
 from tapeview.accounts import signin
 from tapeview.accounts.roles import has_role, role_of
 from tapeview.sources import SourceSpecError, parse_sources
@@ -103,11 +104,18 @@ def test_a_sign_in_link_works_once(client) -> None:
 
 
 @pytest.mark.django_db
-def test_signinlink_prints_a_link_for_a_user(user_factory) -> None:
+def test_signinlink_prints_a_link_for_a_user(user_factory, settings, tmp_path, monkeypatch) -> None:
+    # A home of its own: the developer's `tapeview serve --port N` remembers its address in theirs.
+    settings.HOME = tmp_path
+    monkeypatch.delenv("TAPEVIEW_BASE_URL", raising=False)
     user_factory("vera")
     out = io.StringIO()
     call_command("signinlink", "vera", stdout=out)
     assert out.getvalue().startswith("http://127.0.0.1:8000/signin/")
+    home.remember_base_url(tmp_path, "http://127.0.0.1:8792")  # as serve does
+    out = io.StringIO()
+    call_command("signinlink", "vera", stdout=out)
+    assert out.getvalue().startswith("http://127.0.0.1:8792/signin/")
 
 
 def test_the_console_script_reaches_every_management_command(tmp_path: Path) -> None:
