@@ -140,6 +140,10 @@ def span_end(tape: Tape, pos: int, span: str, end: int | None) -> int | None:
     if span == "turn":
         if end is None or not pos <= end <= lookup.MAX_POS:
             raise ReviewRefused("a review of a turn names its last entry: pos <= end")
+        try:
+            lookup.find_row(tape, end)
+        except lookup.NoSuchEntry:
+            raise ReviewRefused(f"a review of a turn ends at an entry of this tape: no #{end}") from None
         return end
     if not Anchor.objects.filter(tape=tape, pos=pos, phase=True).exists():
         raise ReviewRefused(f"a review of a phase starts at its phase anchor: #{pos} is none")

@@ -58,6 +58,13 @@ def test_a_review_is_created_with_201(writer, tape) -> None:
     assert len(body["content_hash"]) == 64
 
 
+def test_a_turn_review_that_ends_past_the_tape_is_400_and_names_it(writer, tape) -> None:
+    r = post(writer, tape, pos=2, span="turn", end=999, score=2)
+    assert r.status_code == 400 and "#999" in r.json()["detail"]
+    assert writer.get("/api/reviews", tape=tape.key).json()["items"] == []
+    assert post(writer, tape, pos=2, span="turn", end=4, score=2).status_code == 201
+
+
 def test_a_correction_supersedes_and_the_history_stays(writer, tape) -> None:
     first = post(writer, tape, pos=3, score=2).json()
     second = post(writer, tape, pos=3, score=4, supersedes=first["id"]).json()
