@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +14,7 @@ from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
 from tapeview.sources import AppendState, bub_append
+from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
 
 from . import index
 from .models import Tape
@@ -32,6 +34,10 @@ NO_HANDOFF = {
     ),
 }
 
+# Bub 0.2's names (the workspace's whole md5, the tape's name quoted: `<32hex>__bub%3A<16hex>.jsonl`):
+# Bub 0.3 on names its tapes anew, so it never opens these again (formats/bub.md §9).
+ORPHANED_NAME = re.compile(r"[0-9a-f]{32}__[^_]*%3A[0-9a-f]{16}\.jsonl")
+
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +56,11 @@ def refusal(tape: Tape) -> str:
         )
     if tape.role != "tape":
         return f"This is a {tape.role}, not a live tape: the agent never reads it again."
+    if ORPHANED_NAME.fullmatch(Path(tape.path).name):
+        return (
+            "This tape was named by Bub 0.2: Bub 0.3 and later name their tapes anew and never open this "
+            "file again, so a handoff here would reach no agent."
+        )
     return ""
 
 
@@ -98,6 +109,13 @@ def write(
     name = (name or "").strip()
     if not name or len(name) > MAX_NAME or "\n" in name:
         raise HandoffRefused(f"a handoff needs a name of 1 to {MAX_NAME} characters on one line")
+    if name.startswith(NON_PHASE_PREFIXES):
+        # Bub's own records (its memory zone, a spilled result's pieces) use these names: an operator's
+        # anchor named so would be read as one of them, and would start no phase.
+        raise HandoffRefused(
+            f"a handoff's name may not start with {' or '.join(NON_PHASE_PREFIXES)}: Bub keeps those names "
+            "for its memory and its spilled results"
+        )
     # Who wrote it is not the caller's to say: the owner comes last, over any given in `state`.
     full_state = {**({"summary": summary} if summary else {}), **(state or {}), "owner": actor.name}
     with _one_writer(tape):
