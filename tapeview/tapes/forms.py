@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.db.models import F
+from django.db.models.functions import Lower
 
 from .listing import KINDS, NARROWINGS
 from .lookup import MAX_POS
@@ -83,10 +84,12 @@ class TapeListForm(forms.Form):
 
     def ordering(self) -> list:
         sort = self.current_sort()
-        field = F(SORTS[sort.lstrip("-")])
+        key = sort.lstrip("-")
+        # Text A to Z as people read it ("cli:local" beside "CI run"), not capitals first.
+        field = Lower(SORTS[key]) if key in self.TEXT_COLUMNS else F(SORTS[key])
         # Tapes without times sort last either way.
         expr = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
-        return [expr, "label"]
+        return [expr, Lower("label"), "key"]
 
     def columns(self, *, hosts: bool = False) -> list[tuple[str, str, str, str]]:
         """Each column's key, the sort its link asks for (a second click reverses), its title, its state.

@@ -186,3 +186,10 @@ def test_the_index_shows_activity_as_relative_times_with_the_exact_time_as_title
     exact = t.last_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     cell = f'<td class="when last"><time datetime="{t.last_at.isoformat()}" title="{exact}">'
     assert re.search(re.escape(cell) + r"(\d+ (s|min|h|d|mo|y) ago|just now)</time></td>", page)
+
+
+def test_labels_sort_a_to_z_whatever_their_case(viewer_client, served) -> None:
+    Tape.objects.filter(label="cli:local").update(label="Zeta:local")
+    listed = labels(viewer_client, sort="label")
+    assert listed == sorted(listed, key=str.lower) and listed != sorted(listed)
+    assert labels(viewer_client, sort="-label") == sorted(listed, key=str.lower, reverse=True)
