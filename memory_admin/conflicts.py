@@ -3,7 +3,7 @@ again on top of the newer version by the same page's own write (conditional agai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -14,11 +14,9 @@ from tapeview.accounts.audit import WRITTEN, events_of
 from tapeview.accounts.models import AuditEvent
 
 from . import diff, versions
-from .forms import PRUNE_DAYS
 from .kinds import kind_of
 from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
-from .stores.yachiyo_memory import MemoryEntry
 
 # What a write again carries over from the stale POST: all but what the page sets anew.
 RESENT_NOT = ("csrfmiddlewaretoken", "confirmed", "base_version")
@@ -51,14 +49,25 @@ class Change:
     changes: list | None = None  # a restore's diff, the newer version against what it writes
 
 
+# A write in words, built where its page builds the write and asked for only if it is stale: some
+# words name what the newer version holds (the entry it replaces, the notes a prune removes there).
+Describe = Callable[[MemoryStore, StaleEdit], Change | None]
+
+
 def conflict_page(
-    request: HttpRequest, store: MemoryStore, mine: str | None, base: str, stale: StaleEdit
+    request: HttpRequest,
+    store: MemoryStore,
+    mine: str | None,
+    base: str,
+    stale: StaleEdit,
+    change: Describe | None = None,
 ) -> HttpResponse:
     """409, nothing written. Template `memory_admin/conflict.html`.
 
     `mine`: the text the user wanted to write (a text edit, a zone's long-term text), compared with
     the same part of the newer version and offered to save over it; None for any other write
-    (a note, an entry, a key, a restore), which is offered to be made again on top of the newer version.
+    (a note, an entry, a key, a restore), which is offered to be made again on top of the newer version
+    and shown as `change` says it.
     """
     adapter = kind_of(store)
     try:
@@ -89,7 +98,7 @@ def conflict_page(
         "theirs": theirs,
         "mine": mine,
         "mine_diff": diff.line_diff(theirs, mine) if mine is not None else None,
-        "change": your_change(request, store, stale) if mine is None else None,
+        "change": change(store, stale) if change is not None and mine is None else None,
         "action": request.path,
         "fields": fields,
         "current_version": stale.current_version,
@@ -112,74 +121,34 @@ def done_words(event: AuditEvent) -> str:
         return words.split(" {")[0].split(" '{")[0]
 
 
-def your_change(request: HttpRequest, store: MemoryStore, stale: StaleEdit) -> Change | None:
-    """The stale POST in words, by the page that sent it (whose form validated it already)."""
-    page = request.resolver_match.url_name if request.resolver_match else ""
-    sent, action = request.POST, request.POST.get("action", "")
-    if page == "store_restore" or (page == "zone_action" and action == "restore"):
-        version = sent.get("version", "")
-        try:
-            changes = diff.line_diff(stale.current_text, versions.version_text(store, version))
-        except (LookupError, StoreError):
-            changes = None
-        return Change(f"restore version {version[:16]}", changes=changes)
-    if page == "zone_action":
-        return _zone_change(store, action, sent.get("text", ""), sent.get("days", ""), stale)
-    if page == "entry_action":
-        keywords = [k.strip() for k in sent.get("keywords", "").replace("，", ",").split(",") if k.strip()]
-        yours, entry_id = _entry(sent.get("content", ""), keywords), sent.get("entry_id", "")
-        if action == "add":
-            return Change("add an entry", yours)
-        words = f"change the entry {entry_id} to" if action == "edit" else f"delete the entry {entry_id}"
-        change = Change(words, yours if action == "edit" else None)
-        return _beside(store, change, f"The entry {entry_id}", lambda e: e.id == entry_id, _entry_of)
-    if page == "kv_action":
-        key = sent.get("key", "")
-        words = f"set the key '{key}' to" if action == "set" else f"delete the key '{key}'"
-        change = Change(words, sent.get("value", "") if action == "set" else None)
-        return _beside(store, change, f"The key '{key}'", lambda p: p.key == key, lambda p: p.value)
-    return None
+def said(words: str, yours: str | None = None) -> Describe:
+    """A write whose words do not depend on the newer version (an append, an added entry, a clear)."""
+    return lambda store, stale: Change(words, yours)
 
 
-def _zone_change(store: MemoryStore, action: str, text: str, days: str, stale: StaleEdit) -> Change | None:
-    if action == "daily":
-        return Change("append to today's note", text)
-    if action == "clear":
-        return Change("clear all memory, the long-term text and every daily note")
-    if action == "move":
-        return Change("move the memory zone to its sidecar")
-    if action != "prune":
-        return None
-    older = int(days) if days.isascii() and days.isdigit() else PRUNE_DAYS
-    words = f"remove the daily notes older than {older} days"
-    try:
-        gone = ", ".join(kind_of(store).prune_preview(store, older)) or "none is that old"
-    except (LookupError, StoreError):
-        return Change(words)
-    return Change(f"{words} (in version {stale.current_version}: {gone})")
-
-
-def _beside(
-    store: MemoryStore,
-    change: Change,
+def replacing(
+    words: str,
+    yours: str | None,
     name: str,
     wanted: Callable[[Any], bool],
     value: Callable[[Any], str],
-) -> Change:
-    """`change` with the entry or key it replaces as the newer version holds it: the agent's newer
-    value, which a click would overwrite, is shown before it is."""
-    try:
-        snap = versions.snapshot(store)
-    except (LookupError, StoreError):  # unreadable now, or another host's with no copy here
-        return change
-    found = next((value(item) for item in snap.items if wanted(item)), None)
-    return replace(change, now_words=f"{name} in version {snap.version}", now=found)
+) -> Describe:
+    """A write of one entry or key, with that one as the newer version holds it (`name` in words; the
+    first item `wanted` picks, shown by `value`): the agent's newer value, which a click would
+    overwrite, is shown before it is."""
+
+    def describe(store: MemoryStore, stale: StaleEdit) -> Change:
+        change = Change(words, yours)
+        try:
+            snap = versions.snapshot(store)
+        except (LookupError, StoreError):  # unreadable now, or another host's with no copy here
+            return change
+        found = next((value(item) for item in snap.items if wanted(item)), None)
+        return replace(change, now_words=f"{name} in version {snap.version}", now=found)
+
+    return describe
 
 
-def _entry_of(entry: MemoryEntry) -> str:
-    return _entry(entry.content, entry.keywords)
-
-
-def _entry(content: str, keywords: Iterable[str]) -> str:
-    keywords = list(keywords)
-    return f"{content} (keywords: {', '.join(keywords)})" if keywords else content
+def restoring(words: str, version: str) -> Describe:
+    """A restore, with what it changes in the newer version (as the question before it showed)."""
+    return lambda store, stale: Change(words, changes=versions.restore_changes(store, version)[0])

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import actions, past_pages, views
+from . import actions, past_pages, restores, views
 
 app_name = "memory_admin"
 
@@ -15,7 +15,7 @@ urlpatterns = [
     path("<str:key>/diff", views.store_diff, name="store_diff"),
     re_path(r"^(?P<key>[^/]+)/export\.(?P<fmt>md|json)$", views.store_export, name="store_export"),
     path("<str:key>/blame", past_pages.store_blame, name="store_blame"),
-    path("<str:key>/restore", views.store_restore, name="store_restore"),
+    path("<str:key>/restore", restores.store_restore, name="store_restore"),
     path("<str:key>/zone", actions.zone_action, name="zone_action"),
     path("<str:key>/entries", actions.entry_action, name="entry_action"),
     path("<str:key>/kv", actions.kv_action, name="kv_action"),

@@ -24,8 +24,8 @@ from . import diff, export, past_pages, versions, writes
 from .api import find_store, queue_write
 from .api.schemas import conflict
 from .catalog import refresh_stat, sync_stores
-from .conflicts import conflict_page
-from .forms import AsOfForm, DiffForm, RestoreForm, StoreListForm, TextEditForm
+from .conflicts import Describe, conflict_page
+from .forms import AsOfForm, DiffForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
 from .models import MemoryStore
 from .stores.model import Snapshot, StaleEdit, StoreError
@@ -153,29 +153,6 @@ def store_export(request: HttpRequest, key: str, fmt: str) -> HttpResponse:
     return response
 
 
-@role_required("operator")
-@require_POST
-def store_restore(request: HttpRequest, key: str) -> HttpResponse:
-    """Write an earlier version back, as a new version; stale if the file changed meanwhile."""
-    store = find_store(key)
-    form = RestoreForm(request.POST)
-    if not form.is_valid():
-        raise Http404("no such version")
-    version, base = form.cleaned_data["version"], form.cleaned_data["base_version"]
-    try:
-        versions.version_text(store, version)
-    except LookupError as exc:
-        raise Http404(str(exc)) from None
-    except StoreError as exc:
-        return refused(request, store, exc)
-    if not form.cleaned_data["confirmed"]:
-        # A version is its content's hash: the file gets that very version back, not a new one.
-        question = f"Restore version {version[:16]}? The file will hold version {version[:16]} again."
-        return confirm_page(request, store, question, *versions.restore_changes(store, version))
-    done = f"Restored version {version[:16]}"
-    return write_page(request, store, "restore", base, done, version=version)
-
-
 def write_page(
     request: HttpRequest,
     store: MemoryStore,
@@ -183,23 +160,26 @@ def write_page(
     base: str,
     done: str = "",
     mine: str | None = None,
+    change: Describe | None = None,
     **params,
 ) -> HttpResponse:
     """Run one write of a page and answer as the user expects: back to the store saying what it
-    became, or why nothing was written. A store on another host: its watcher runs the write."""
+    became, or why nothing was written (a conflict shows `mine`, or the write as `change` says it).
+    A store on another host: its watcher runs the write."""
     actor = Actor.of(request.user)
+    again = str(params.get("version", ""))
     if outbox.elsewhere(store.host):
         queued = queue_write(store, "memory.write", {"write": write, "params": params, "base": base}, actor)
-        return _outcome_page(request, store, waited(queued), base, done, mine, str(params.get("version", "")))
+        return _outcome_page(request, store, waited(queued), base, done, (mine, change), again)
     try:
         snap = _write(store, actor, write, base, params)
     except StaleEdit as stale:
-        return conflict_page(request, store, mine, base, stale)
+        return conflict_page(request, store, mine, base, stale, change)
     except TapeBusy as busy:
         return busy_page(request, store, busy)
     except StoreError as exc:
         return refused(request, store, exc)
-    saved(request, snap, base, done, str(params.get("version", "")))
+    saved(request, snap, base, done, again)
     return redirect("memory_admin:store_detail", key=store.key)
 
 
@@ -225,9 +205,16 @@ def carry_out_write(params: dict, actor: Actor) -> Result:
 
 
 def _outcome_page(
-    request: HttpRequest, store: MemoryStore, queued, base: str, done: str, mine: str | None, again: str = ""
+    request: HttpRequest,
+    store: MemoryStore,
+    queued,
+    base: str,
+    done: str,
+    yours: tuple[str | None, Describe | None],
+    again: str = "",
 ) -> HttpResponse:
-    """What the page says of a write another host carried out within the wait, as if made here."""
+    """What the page says of a write another host carried out within the wait, as if made here
+    (`yours`: the write's `mine` and `change`, for its conflict page)."""
     result = result_of(queued)
     body = result.body if result is not None and isinstance(result.body, dict) else {}
     if result is None or not body:
@@ -237,7 +224,8 @@ def _outcome_page(
         return redirect("memory_admin:store_detail", key=store.key)
     if result.status == 409 and "current_version" in body:
         stale = StaleEdit(body["current_content"], body["current_version"])
-        return conflict_page(request, store, mine, base, stale)
+        mine, change = yours
+        return conflict_page(request, store, mine, base, stale, change)
     if result.status == 409:
         return busy_page(request, store, TapeBusy(result.reason, body.get("retry_after", 2)))
     if result.status == 400:

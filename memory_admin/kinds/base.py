@@ -24,6 +24,7 @@ class VersionChoice:
     date: datetime | None = None  # when it was written or first seen (None where nothing says)
     summary: str = ""  # what changed, as the store page says it
     by: str = ""  # who made it, where the store records that apart from Tapeview (a git commit's author)
+    holds: str = ""  # the version of the text it holds, where that is not `version` (a commit's); "" unknown
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,10 @@ class StoreKind:
         if rev is None:
             raise LookupError(f"no version {version!r} of {store.title}")
         return rev.text
+
+    def commit_of(self, version: str) -> str | None:
+        """The commit of the store's own git history that `version` names; None for any other version."""
+        return None
 
     def edited_text(self, store: MemoryStore, version: str) -> str:
         """What a text edit replaces, in `version` (LookupError if none): a conflict compares it with

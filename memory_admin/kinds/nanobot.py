@@ -7,6 +7,7 @@ from datetime import UTC, timedelta
 from pathlib import Path
 
 from django import forms
+from django.core.cache import cache
 
 from ..forms import HistoryForm
 from ..history import Source, Step, by_operator, write_audits
@@ -21,6 +22,7 @@ COMMITS_SHOWN = 50
 COMMITS_BLAMED = 500  # the commits blame and "as of" walk back through (Dream commits a few a day)
 TAPEVIEW = nanobot_git.IDENTITY.decode()
 SAME_WRITE = timedelta(seconds=2)  # a file written and committed at once, in git's whole seconds
+KEPT_SECONDS = 7 * 24 * 3600  # what a commit holds, kept: a commit never changes
 
 
 class NanobotText(StoreKind):
@@ -35,17 +37,22 @@ class NanobotText(StoreKind):
         return nanobot_memory.read(store.ref())
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
-        return self.version_list(store).choices
+        return self._merged(store, COMMITS_SHOWN).choices
 
     def version_list(self, store: MemoryStore) -> VersionList:
-        """The revisions Tapeview kept and the newest COMMITS_SHOWN commits, newest first by time."""
-        return self._merged(store, COMMITS_SHOWN)
+        """The revisions Tapeview kept and the newest COMMITS_SHOWN commits, newest first by time,
+        each commit with the version of the text it holds (its page offers no restore of the text
+        the file holds already)."""
+        listed = self._merged(store, COMMITS_SHOWN)
+        held = _holds(store, [self.commit_of(c.version) or "" for c in listed.choices])
+        choices = [replace(c, holds=held.get(self.commit_of(c.version) or "", "")) for c in listed.choices]
+        return replace(listed, choices=choices)
 
     def previous(self, store: MemoryStore, version: str) -> str | None:
         """The newest older version whose text differs: a revision Tapeview kept of a text a commit
         holds (its own edit, committed; the file seen after Dream's commit) is that commit's change.
         Where every older one holds the same text, the one just before (a diff with no difference)."""
-        listed = self.version_list(store)
+        listed = self._merged(store, COMMITS_SHOWN)
         choices = listed.choices
         if listed.more and after(choices, version) is None:  # at or past the cut: every commit
             choices = self._merged(store, None).choices
@@ -74,6 +81,9 @@ class NanobotText(StoreKind):
         except StoreError as exc:
             raise LookupError(str(exc)) from None
         return text or ""
+
+    def commit_of(self, version: str) -> str | None:
+        return version.removeprefix(GIT) if version.startswith(GIT) else None
 
     def history(self, store: MemoryStore) -> list[Step]:
         """The revisions Tapeview kept and the commits of nanobot's git store, by time.
@@ -109,6 +119,18 @@ class NanobotText(StoreKind):
 
     def restore(self, store: MemoryStore, version: str, base_version: str, editor: str) -> None:
         self.write_long_term(store, self.version_text(store, version), base_version, editor)
+
+
+def _holds(store: MemoryStore, commit_ids: list[str]) -> dict[str, str]:
+    """The version of the file's text at each commit, read once: a commit never changes."""
+    ref = store.ref()
+    where = version_of(str(ref.path).encode())
+    keys = {commit_id: f"commit-holds:{where}:{commit_id}" for commit_id in commit_ids if commit_id}
+    kept = cache.get_many(keys.values())
+    held = {commit_id: kept[key] for commit_id, key in keys.items() if key in kept}
+    read = nanobot_memory.versions_at(ref, [c for c in keys if c not in held])
+    cache.set_many({keys[commit_id]: version for commit_id, version in read.items()}, KEPT_SECONDS)
+    return {**held, **read}
 
 
 def _commit_choice(c: Version) -> VersionChoice:

@@ -4,7 +4,8 @@ Follows ../shared/formats/bub.md §8: a bare `memory/open` anchor with `{"versio
 `memory.long_term` event if there is long-term text, one `memory.daily` per date (newest first),
 then `memory/seal`, with N = the current version + 1. The lines go through the guest writer
 (`tapeview.sources.bub_append`), so a live tape is only written while the agent is idle.
-Every edit carries the version the editor saw; a different current version is a StaleEdit.
+Every edit carries the version the editor saw; a different current version is a StaleEdit, except
+for a note appended to a day whose note only grew since (an append rebased on top of the newer zone).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from .bub_zone import (
     read_zones,
     zone_text,
 )
+from .files import announce
 from .model import StaleEdit, StoreError
 
 # What an edit makes of the current zone (and all zones): (long-term text, date -> note), or None.
 Change = Callable[[Zone | None, list[Zone]], tuple[str, dict[str, str]] | None]
+# Whether an edit made on the base zone (None: no zone yet) may be made on the current one instead.
+Rebase = Callable[[Zone | None, Zone | None], bool]
 
 
 def write_long_term(
@@ -61,17 +65,27 @@ def add_daily(
     quiet_seconds: float = 1.5,
     clock: Callable[[], float] = time.time,
 ) -> Zone:
-    """Add a note to a day (default: today in UTC) the way the agent's `memory.daily` does."""
+    """Add a note to a day (default: today in UTC) the way the agent's `memory.daily` does.
+
+    Made on top of a zone newer than `expected` (the agent's or another tab's) where the day's note
+    there still begins with the whole note of `expected`, line for line: an append only adds after
+    it, so it clashes with nothing but a change of those lines (a note rewritten, pruned, cleared).
+    """
     if not text.strip():
         raise StoreError("the note is empty")
     key = (day or _moment(now).date()).isoformat()
+
+    def grew(base: Zone | None, now_zone: Zone | None) -> bool:
+        before = base.daily.get(key, "") if base else ""
+        after = now_zone.daily.get(key, "") if now_zone else ""
+        return not before or after == before or after.startswith(before + "\n")
 
     def change(zone: Zone | None, _: list[Zone]) -> tuple[str, dict[str, str]]:
         daily = dict(zone.daily) if zone else {}
         daily[key] = f"{daily[key]}\n{text}" if key in daily else f"# {key}\n\n{text}"
         return (zone.long_term if zone else ""), daily
 
-    return _mutate(path, expected, change, now, quiet_seconds, clock)
+    return _mutate(path, expected, change, now, quiet_seconds, clock, rebase=grew)
 
 
 def prune(
@@ -135,15 +149,16 @@ def _mutate(
     now: datetime | None,
     quiet_seconds: float,
     clock: Callable[[], float],
+    rebase: Rebase | None = None,
 ) -> Zone | None:
     path = Path(path)
     # Read, check and append under the file's lock: of two Tapeview edits with the same expected
-    # version, the second reads the first's zone and is stale. The agent takes no lock; the size
-    # check in append() catches its writes.
+    # version, the second reads the first's zone and is stale (or, an append, rebased on it). The
+    # agent takes no lock; the size check in append() catches its writes.
     with locks.hold(path):
         snap = read_file(path)
         zone = current(snap.zones)
-        if (zone.version if zone else None) != expected:
+        if (zone.version if zone else None) != expected and not _rebases(snap.zones, expected, zone, rebase):
             raise StaleEdit(zone_text(zone), str(zone.version) if zone else "none")
         new = change(zone, snap.zones)
         if new is None:
@@ -151,6 +166,7 @@ def _mutate(
         long_term, daily = new
         version = (zone.version if zone else 0) + 1
         stamp = _moment(now).isoformat()
+        announce(path, str(version))  # a rebased edit's version is known only now
         try:
             written = append(
                 path,
@@ -164,6 +180,17 @@ def _mutate(
         except ValueError as exc:  # text a line cannot hold as the agent reads it back
             raise StoreError(str(exc)) from None
     return _written_zone(written, snap)
+
+
+def _rebases(zones: list[Zone], expected: int | None, zone: Zone | None, rebase: Rebase | None) -> bool:
+    """The edit may be made on the current zone instead of `expected`: its base is still in the file
+    (the first zone of that version, the one the agent read) and `rebase` finds nothing clashes."""
+    if rebase is None:
+        return False
+    base = next((z for z in zones if z.version == expected), None)
+    if expected is not None and base is None:  # a base this file does not hold: nothing to compare
+        return False
+    return rebase(base, zone)
 
 
 def _zone_lines(nid: int, version: int, long_term: str, daily: dict[str, str], stamp: str) -> list[dict]:

@@ -20,7 +20,7 @@ from .model import StaleEdit, version_of
 log = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".tapeview.tmp"
-# Called with (path, new version) just before a rewrite's rename: see `announcing`.
+# Called with (path, new version) just before a write changes the file: see `announcing`.
 Announce = Callable[[Path, str], None]
 _announce: ContextVar[Announce | None] = ContextVar("announce", default=None)
 
@@ -38,7 +38,8 @@ def read_bytes(path: Path) -> bytes | None:
 
 @contextmanager
 def announcing(callback: Announce) -> Iterator[None]:
-    """Within this block each rewrite calls `callback(path, new_version)` right before its rename.
+    """Within this block each write calls `callback(path, new_version)` right before it changes the
+    file (a rewrite before its rename, a zone edit before its append).
 
     The last moment at which nothing has changed yet: the audit log notes there the version it
     is about to find, so a writer killed after the rename leaves a row that says what it wrote.
@@ -49,6 +50,13 @@ def announcing(callback: Announce) -> Iterator[None]:
         yield
     finally:
         _announce.reset(token)
+
+
+def announce(path: Path, version: str) -> None:
+    """Tell the `announcing` block the version a write is about to give `path` (a rewrite's, an append's)."""
+    callback = _announce.get()
+    if callback is not None:
+        callback(path, version)
 
 
 def replace_if_unchanged(path: Path, data: bytes, expected_version: str, *, mode: int | None = None) -> str:
@@ -73,9 +81,7 @@ def replace_if_unchanged(path: Path, data: bytes, expected_version: str, *, mode
         except OSError as exc:
             raise _failed(path, exc) from exc
         try:
-            announce = _announce.get()
-            if announce is not None:
-                announce(path, version_of(data))
+            announce(path, version_of(data))
             with _watching(path) as replaced:
                 # The agent takes no lock: look once more, as late as possible (nothing slow
                 # between this look and the rename), before replacing the file.

@@ -120,6 +120,22 @@ def file_at(workspace: Path, rel: str, commit_id: str) -> bytes | None:
         return None if blob is None else blob.data
 
 
+def files_at(workspace: Path, rel: str, commit_ids: list[str]) -> dict[str, bytes | None]:
+    """The bytes of `rel` at each of these commits (None: not there), read in one opening of the
+    repository; an unknown commit is left out."""
+    found: dict[str, bytes | None] = {}
+    with Repo(str(workspace)) as repo:
+        for commit_id in filter(_FULL_ID.match, commit_ids):
+            try:
+                commit = repo[commit_id.encode()]
+            except KeyError:
+                continue
+            if isinstance(commit, Commit):
+                blob = _blob_at(repo, commit.tree, rel)
+                found[commit_id] = None if blob is None else blob.data
+    return found
+
+
 def change_summary(rel: str, old_text: str, new_text: str) -> str:
     """The body nanobot writes under its commit subjects: per-file counts, a total, then the diff."""
     hunks = list(difflib.unified_diff(old_text.splitlines(), new_text.splitlines(), rel, rel, lineterm=""))

@@ -120,6 +120,19 @@ def text_at(ref: StoreRef, commit_id: str) -> str | None:
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
+def versions_at(ref: StoreRef, commit_ids: list[str]) -> dict[str, str]:
+    """The version of the file at each of these commits ("missing" where it was not there), as the
+    file would have it: what a commit's text is, by the name the file's own versions go by."""
+    workspace = _workspace(ref)
+    if not commit_ids or not nanobot_git.is_managed(workspace):
+        return {}
+    try:
+        found = nanobot_git.files_at(workspace, ref.key, commit_ids)
+    except nanobot_git.GitStoreError:
+        return {}
+    return {commit_id: version_of(data) for commit_id, data in found.items()}
+
+
 def diff_versions(ref: StoreRef, old_id: str, new_id: str | None = None) -> str:
     """Unified diff of the file from commit `old_id` to commit `new_id` (None: the file on disk now)."""
     old = text_at(ref, old_id) or ""

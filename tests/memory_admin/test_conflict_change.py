@@ -40,18 +40,29 @@ def stale_zone_write(client, sent: dict) -> str:
     return r.content.decode()
 
 
+def stale_daily_note(client, text: str) -> str:
+    """This tab appends to today's note (v9), another clears the memory (v10): an append made on the
+    stale v9 clashes (its note is gone; an append that only follows newer lines is no conflict)."""
+    key = store("bub.zone").key
+    client.post(f"/memory/{key}/zone", {"action": "daily", "text": "Morning note.", "base_version": "8"})
+    client.post(f"/memory/{key}/zone", {"action": "clear", "base_version": "9", "confirmed": "on"})
+    r = client.post(f"/memory/{key}/zone", {"action": "daily", "text": text, "base_version": "9"})
+    assert r.status_code == 409
+    return r.content.decode()
+
+
 def test_a_stale_daily_note_shows_the_note_i_wrote(operator_client, memory_sources) -> None:
-    page = stale_zone_write(operator_client, {"action": "daily", "text": "Late note about tea."})
+    page = stale_daily_note(operator_client, "Late note about tea.")
 
     assert shown(page, "your-change") == "Your change: append to today's note:"
     assert shown(page, "your-value") == "Late note about tea."
-    assert "Make my change again on top of version 9" in page
+    assert "Make my change again on top of version 10" in page
 
 
 def test_a_conflict_names_the_other_write_in_words_not_its_audit_name(
     operator_client, memory_sources
 ) -> None:
-    page = stale_zone_write(operator_client, {"action": "daily", "text": "Late note."})
+    page = stale_zone_write(operator_client, {"action": "clear", "confirmed": "on"})
 
     assert "(saved the long-term memory)" in page
     assert "(zone." not in page

@@ -113,14 +113,19 @@ def test_a_stale_daily_note_is_offered_again_on_top_of_the_newer_version(
     operator_client, memory_sources
 ) -> None:
     store = zone()
-    operator_client.post(
-        f"/memory/{store.key}/zone", {"action": "long_term", "text": "Tab two.", "base_version": "8"}
-    )
+    # Tab two clears the note this tab appended to, then writes its own text (an append that only
+    # follows newer lines is no conflict).
+    for sent in (
+        {"action": "daily", "text": "Morning note.", "base_version": "8"},
+        {"action": "clear", "base_version": "9", "confirmed": "on"},
+        {"action": "long_term", "text": "Tab two.", "base_version": "10"},
+    ):
+        operator_client.post(f"/memory/{store.key}/zone", sent)
     r = operator_client.post(
-        f"/memory/{store.key}/zone", {"action": "daily", "text": "Late note.", "base_version": "8"}
+        f"/memory/{store.key}/zone", {"action": "daily", "text": "Late note.", "base_version": "9"}
     )
     page = r.content.decode()
-    assert r.status_code == 409 and "Make my change again on top of version 9" in page
+    assert r.status_code == 409 and "Make my change again on top of version 11" in page
     assert 'id="mine-diff"' not in page  # a note is not compared with the long-term text
 
     form = re.search(
@@ -130,7 +135,7 @@ def test_a_stale_daily_note_is_offered_again_on_top_of_the_newer_version(
     assert operator_client.post(form.group(1), fields).status_code == 302
 
     shown = operator_client.get(f"/memory/{store.key}/").content.decode()
-    assert "Late note." in shown and "Tab two." in shown and '<code id="version">10</code>' in shown
+    assert "Late note." in shown and "Tab two." in shown and '<code id="version">12</code>' in shown
 
 
 def test_saving_mine_over_a_newer_text_file_still_works(operator_client, memory_sources) -> None:
