@@ -16,6 +16,7 @@ from .models import ApiToken
 PREFIX = "tv_"  # recognisable in logs and by secret scanners
 SHOWN = 10  # characters of a token kept for display: the prefix and a few more
 NAME = re.compile(r"^[\w.@+-]{1,100}$")
+NAME_RULE = "a token name is 1 to 100 letters, digits or . @ + - _ (no spaces)"
 # last_used_at is a hint for the admin, not an audit: one UPDATE a minute per token is plenty.
 TOUCH_EVERY = timedelta(minutes=1)
 
@@ -37,7 +38,7 @@ def create(
 ) -> tuple[ApiToken, str]:
     """A new token and its plaintext, which is never stored and cannot be shown again."""
     if not NAME.match(name or ""):
-        raise TokenError("a token name is 1 to 100 letters, digits or . @ + - _")
+        raise TokenError(NAME_RULE)
     if scope not in (ApiToken.READ, ApiToken.WRITE):
         raise TokenError(f"unknown scope {scope!r} (read or write)")
     if expires_days is not None and not 1 <= expires_days <= 36500:

@@ -132,3 +132,8 @@ def test_a_taken_name_is_refused_on_the_page(admin_client) -> None:
     tokens.create("svc")
     page = admin_client.post("/tokens/", {"name": "svc", "scope": "read"}).content.decode()
     assert "exists already" in page and 'id="new-token"' not in page
+
+
+def test_a_bad_name_on_the_page_says_which_characters_a_name_may_hold(admin_client) -> None:
+    page = admin_client.post("/tokens/", {"name": "my service", "scope": "read"}).content.decode()
+    assert "letters, digits or . @ + - _ (no spaces)" in page and 'id="new-token"' not in page

@@ -14,7 +14,9 @@ from ..roles import role_required
 
 
 class TokenForm(forms.Form):
-    name = forms.RegexField(regex=tokens.NAME, max_length=100)
+    name = forms.RegexField(
+        regex=tokens.NAME, max_length=100, error_messages={"invalid": tokens.NAME_RULE.capitalize() + "."}
+    )
     scope = forms.ChoiceField(choices=ApiToken.SCOPES, initial=ApiToken.READ)
     expires_days = forms.IntegerField(required=False, min_value=1, max_value=36500, label="Expires in days")
 
