@@ -67,6 +67,22 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
     gone.delete()
 
 
+def refusal(store: MemoryStore) -> str | None:
+    """The sources' path policy again at read time, as tapes have it: a file swapped for a link out
+    of its source since the store was found is not read (until the next look drops the store)."""
+    if store.host != this_host():
+        return None  # read from its host's copies, which its host's policy made
+    spec = next((s for s in configured_sources() if s.label == store.source), None)
+    if spec is None:
+        return None
+    roots = _roots(spec)
+    for path in {Path(store.path), *_files(store)}:
+        refused = [paths.refusal(root, path) for root in roots]
+        if None not in refused:
+            return refused[0]
+    return None
+
+
 def _roots(spec: SourceSpec) -> list[Path]:
     """Where a source's memory may be: its folder, and for nanobot the workspace its config names."""
     workspace = nanobot_memory.find_workspace(spec.path) if spec.kind == "nanobot" else None

@@ -22,7 +22,7 @@ from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
 from .. import asof, export, versions, writes
 from ..blame import blame
-from ..catalog import refresh_stat, sync_stores
+from ..catalog import refresh_stat, refusal, sync_stores
 from ..diff import unified
 from ..kinds import kind_of
 from ..models import MemoryStore
@@ -57,6 +57,8 @@ def find_store(key: str, kinds: Collection[str] | None = None) -> MemoryStore:
     store = stores.first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
     if store is None:
         raise Http404("no such memory store")
+    if why := refusal(store):
+        raise Http404(f"this store's file is {why}")
     copy_reader.read_from_host(store.host)  # another host's store: its files' copies
     return store
 

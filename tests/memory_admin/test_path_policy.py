@@ -32,3 +32,28 @@ def test_a_user_md_linked_to_a_secret_outside_is_not_a_store(viewer_client, sett
     assert "SECRETHASH" not in viewer_client.get("/memory/").content.decode()
     for store in MemoryStore.objects.all():
         assert "SECRETHASH" not in viewer_client.get(f"/memory/{store.key}/").content.decode()
+
+
+@pytest.mark.parametrize("name", ["workspace/memory/MEMORY.md", "workspace/USER.md"])
+def test_a_memory_file_swapped_for_a_link_out_after_it_was_found_is_not_read(
+    operator_client, reader, settings, tmp_path: Path, name: str
+) -> None:
+    data = tmp_path / "nanobot"
+    shutil.copytree(FIXTURES / "nanobot_memory" / "current", data)
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$SECRETHASH:19000:0:99999:7:::\n")
+    settings.TAPEVIEW_SOURCES = f"nb=nanobot:{data}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 3600  # no look at the files between the swap and the pages
+    catalog.sync_stores()
+    store = MemoryStore.objects.get(path=str(data / name))
+    swapped = data / f"{name}.swap"
+    os.symlink(secret, swapped)
+    os.replace(swapped, data / name)
+
+    for path in ("", "edit", "blame", "export.md"):
+        page = operator_client.get(f"/memory/{store.key}/{path}")
+        assert page.status_code == 404 and "SECRETHASH" not in page.content.decode()
+    answer = reader.get(f"/api/memory/{store.key}")
+    assert answer.status_code == 404 and "outside the source" in answer.json()["detail"]
+    assert "SECRETHASH" not in answer.content.decode()
+    assert secret.read_text().startswith("root:")
