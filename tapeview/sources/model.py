@@ -12,6 +12,11 @@ from typing import Any, Literal
 SCAN_PARSE_LIMIT = 4 * 1024 * 1024
 DISPLAY_PREVIEW_BYTES = 64 * 1024  # the head of such a line that is shown
 
+# What a row an agent wrote in the user's place is (`Entry.aside`): never a turn of the user's
+# (nanobot's is_hidden_history_message, formats/nanobot.md §2.3).
+CHECKPOINT = "checkpoint"  # the context was compacted here: the turn it falls in goes on after it
+AUTOMATION = "automation"  # a schedule or trigger started a run of the agent's own here
+
 
 class TapeNotFound(LookupError):
     """The tape file is gone (deleted, reset or never there)."""
@@ -107,10 +112,23 @@ class Entry:
     # The phase anchor this entry starts while staying what it is: nanobot marks its archive
     # pointer and summary checkpoints on the message rows there, not on lines of their own.
     anchor: str = ""
+    aside: str = ""  # CHECKPOINT or AUTOMATION: a row the agent wrote in the user's place
 
     @property
     def is_anchor(self) -> bool:
         return self.kind == "anchor" and self.readable
+
+    @property
+    def anchor_only(self) -> bool:
+        """An anchor and nothing more: it starts no turn and is no entry of the phase it starts. An
+        anchor line, or a checkpoint its reader made an anchor (nanobot's summary checkpoints; the
+        message nanobot's archive pointer names is an anchor that stays a message)."""
+        return self.is_anchor or (self.aside == CHECKPOINT and bool(self.anchor))
+
+    @property
+    def starts_turn(self) -> bool:
+        """A message the user sent: a turn of the user's starts here."""
+        return self.kind == "message" and self.name == "user" and self.readable and not self.aside
 
     @property
     def reports_usage(self) -> bool:

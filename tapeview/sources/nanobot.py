@@ -21,6 +21,7 @@ __all__ = [
     "SUMMARY_ANCHOR",
     "archive_boundary",
     "archive_offset",
+    "asides",
     "context_messages",
     "detect",
     "discover",
@@ -108,6 +109,27 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
     if not wanted:
         return []
     return [e for e in scan(path) if e.pos in wanted]
+
+
+def asides(path: Path, spans: Iterable[tuple[int, int, int]]) -> dict[int, str]:
+    """`Entry.aside` of the user rows at these (pos, offset, length) places, by pos, where it is
+    one (the user's own rows are left out). Read by byte span, as few bytes as that takes; a file
+    nanobot rewrote since the spans were taken (its metadata line moves every offset) is read
+    again whole, by position, as `read_entries` reads it."""
+    spans = list(spans)
+    found: dict[int, str] = {}
+    with open_file(path) as f:
+        for pos, offset, length in spans:
+            if length > SCAN_PARSE_LIMIT:
+                continue  # read from its head only, as `scan` does: no aside is known
+            f.seek(offset)
+            e = parse_line(f.read(length), pos, offset, 0)
+            if not (e.readable and e.kind == "message" and e.name == "user" and e.length == length):
+                wanted = {pos for pos, _offset, _length in spans}
+                return {e.pos: e.aside for e in scan(path) if e.pos in wanted and e.aside}
+            if e.aside:
+                found[pos] = e.aside
+    return found
 
 
 def unfinished_tail(path: Path, offset: int, pos: int) -> Entry | None:

@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 
 from . import python_json
-from .model import DISPLAY_PREVIEW_BYTES, Entry, call_id, unreadable
+from .model import AUTOMATION, CHECKPOINT, DISPLAY_PREVIEW_BYTES, Entry, call_id, unreadable
 
 PREVIEW_BYTES = 600
 RETRY_HINT = "\n\n[Analyze the error above and try a different approach.]"
@@ -125,7 +125,19 @@ def _message(record: dict, raw: bytes, pos: int, offset: int, index: int) -> Ent
         problem=problem,
         is_error=is_error,
         context=not record.get("_command") and not is_empty_assistant(record),
+        aside=aside(record) if role == "user" else "",
     )
+
+
+def aside(record: dict) -> str:
+    """What a row nanobot wrote in the user's place is, "" for any other: a summary checkpoint
+    (`_hidden_history`) or a cron / trigger turn (`_automation_turn`, legacy `_cron_turn`), the rows
+    its is_hidden_history_message keeps from being shown as chat turns (formats/nanobot.md §2.3)."""
+    if _is_marker(record.get("_hidden_history")):
+        return CHECKPOINT
+    if _is_marker(record.get("_automation_turn")) or record.get("_cron_turn") is True:
+        return AUTOMATION
+    return ""
 
 
 def flags(record: dict) -> list[str]:
@@ -133,8 +145,8 @@ def flags(record: dict) -> list[str]:
     marks = {
         "command": record.get("_command") is True,
         "channel_delivery": record.get("_channel_delivery") is True,
-        "checkpoint": _is_marker(record.get("_hidden_history")),
-        "automation": _is_marker(record.get("_automation_turn")) or record.get("_cron_turn") is True,
+        CHECKPOINT: _is_marker(record.get("_hidden_history")),
+        AUTOMATION: _is_marker(record.get("_automation_turn")) or record.get("_cron_turn") is True,
         "runtime_context": isinstance(record.get("_runtime_context"), dict),
         "media": bool(record.get("media")),
         "reasoning": bool(record.get("reasoning_content") or record.get("thinking_blocks")),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from tapeview.sources import Entry
-from tapeview.sources.nanobot import SUMMARY_ANCHOR
+from tapeview.sources import Entry, nanobot
+from tapeview.sources.model import AUTOMATION, CHECKPOINT
 
-from . import rows
-from .models import Anchor, Tape
-from .phase_tally import anchor_only
+from . import copy_reader, rows
+from .models import Tape
 from .rows import Rows
 
 # Events that stay cards of their own when the operational events around them fold away: what a
@@ -48,19 +48,31 @@ class Block:
 
 
 def turn_before(tape: Tape, pos: int, index: Rows | None = None) -> tuple[int, bool]:
-    """How many turns began before `pos`, and whether the last of them is still unanswered there.
+    """How many turns of the user's began before `pos`, and whether the last of them is still
+    unanswered there.
 
-    A nanobot summary checkpoint is a user row nanobot wrote, not one the user did: no turn.
+    A row the agent wrote in the user's place (`Entry.aside`: nanobot's summary checkpoints, its
+    cron and trigger turns) is no turn; after an automation row, what follows is that run's.
     """
-    checkpoints: set[int] = set()
-    if tape.kind == "nanobot":  # the one family that writes a checkpoint (no query for the others)
-        marked = Anchor.objects.filter(tape=tape, name=SUMMARY_ANCHOR, pos__lt=pos)
-        checkpoints = set(marked.values_list("pos", flat=True))
     messages = (index or rows.of(tape)).before(pos).where(kinds=("message",), readable=True)
-    count = messages.where(names=("user",)).count() - len(checkpoints)
-    said = messages.where(names=("user", "assistant")).tail(len(checkpoints) + 1)
-    last = next((row for row in reversed(said) if row.pos not in checkpoints), None)
-    return count, last is not None and last.name == "user"
+    users = messages.where(names=("user",))
+    asides = _asides(tape, users) if tape.kind == "nanobot" else {}  # the one family that writes them
+    checkpoints = sum(aside == CHECKPOINT for aside in asides.values())
+    said = messages.where(names=("user", "assistant")).tail(checkpoints + 1)
+    # A checkpoint is passed over: the turn it falls in goes on after it.
+    last = next((row for row in reversed(said) if asides.get(row.pos) != CHECKPOINT), None)
+    unanswered = last is not None and last.name == "user" and last.pos not in asides
+    return users.count() - len(asides), unanswered
+
+
+def _asides(tape: Tape, users: Rows) -> dict[int, str]:
+    """The rows among `users` that the agent wrote in the user's place, by pos: read from the file,
+    as the index keeps only their role."""
+    spans = [(row.pos, row.offset, row.length) for row in users.all()]
+    if not spans:
+        return {}
+    with copy_reader.reading(tape.host):  # another host's file: its copy in the database
+        return nanobot.asides(Path(tape.path), spans)
 
 
 def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:
@@ -69,20 +81,23 @@ def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:
     before the first item, the last of them `unanswered` so far.
 
     An anchor is a phase divider: it closes the turn's box, and what follows in the same turn is
-    drawn as the turn continued. So is a nanobot summary checkpoint, which is no turn of its own.
+    drawn as the turn continued. So is a row the agent wrote in the user's place (`Entry.aside`),
+    drawn on its own, no turn: after a checkpoint the turn goes on; after an automation row (a
+    cron or trigger run) what follows is that run's, drawn outside the user's turns.
     """
     out: list[Block] = []
     turn: Block | None = None
     answered = False  # the open box has its answer: only its trailing operational events join it
     for item in items:
         e = item.entry
-        divides = anchor_only(e)
-        starts = e.readable and e.kind == "message" and e.name == "user" and not divides
-        if turn is not None and (starts or divides or (answered and not _folds(item))):
+        alone = e.anchor_only or (e.readable and bool(e.aside))
+        starts = e.starts_turn
+        if turn is not None and (starts or alone or (answered and not _folds(item))):
             out.append(turn)
             turn, answered = None, False
-        if divides:
+        if alone:
             out.append(Block("item", item))
+            unanswered = unanswered and e.aside != AUTOMATION
             continue
         if starts:
             turns += 1

@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 
 from tapeview.sources import Entry, reader
-from tapeview.sources.nanobot import SUMMARY_ANCHOR
 
 from . import bulk
 from .bulk import AnchorRow
@@ -74,7 +73,7 @@ class PhaseTally:
         self.touched = True
         if not e.readable:
             return
-        counted = phase is not anchor or not anchor_only(e)
+        counted = phase is not anchor or not e.anchor_only
         if counted:
             phase.entries += 1
         kind = e.kind
@@ -162,11 +161,8 @@ class PhaseTally:
 
 
 def anchor_only(e: Entry) -> bool:
-    """A row that is an anchor and nothing more, never an entry of the phase it starts: an anchor
-    line (Bub's, yachiyo's runs) or a nanobot summary checkpoint, the hidden row nanobot inserts
-    where it cut the context, not a chat turn (formats/nanobot.md §2.3). The message nanobot's
-    archive pointer names is an anchor that stays a message."""
-    return e.is_anchor or e.anchor == SUMMARY_ANCHOR
+    """`Entry.anchor_only` (the reader's rule), for the indexer, which takes it from here."""
+    return e.anchor_only
 
 
 def anchor_state(e: Entry) -> Any:

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tapeview.sources import Entry
+from tapeview.sources.model import CHECKPOINT
 from tapeview.sources.nanobot import SUMMARY_ANCHOR
 from tapeview.tapes.blocks import Item, arrange
 
@@ -66,8 +67,10 @@ def test_a_page_that_starts_at_or_after_the_checkpoint_numbers_its_turns_alike(
     assert turns(html) == {f"Turn {number}": list(range(first, len(rows) + 1))}
 
 
-def entry(pos: int, name: str, anchor: str = "") -> Entry:
-    return Entry(pos=pos, offset=0, length=1, id=pos, kind="message", name=name, payload={}, anchor=anchor)
+def entry(pos: int, name: str, anchor: str = "", aside: str = "") -> Entry:
+    return Entry(
+        pos=pos, offset=0, length=1, id=pos, kind="message", name=name, payload={}, anchor=anchor, aside=aside
+    )
 
 
 def test_a_checkpoint_inside_a_turn_divides_it_as_an_anchor_does() -> None:
@@ -75,7 +78,7 @@ def test_a_checkpoint_inside_a_turn_divides_it_as_an_anchor_does() -> None:
     items = [
         Item(entry(1, "user")),
         Item(entry(2, "tool")),
-        Item(entry(3, "user", SUMMARY_ANCHOR)),
+        Item(entry(3, "user", SUMMARY_ANCHOR, CHECKPOINT)),
         Item(entry(4, "tool")),
         Item(entry(5, "assistant")),
         Item(entry(6, "user")),

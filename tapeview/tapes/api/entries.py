@@ -24,7 +24,7 @@ from .. import context, handoff, lookup, raw, timeline
 from .. import rows as index_rows
 from ..models import Anchor, Tape
 from .cursor import decode, encode
-from .schemas import BIG, TEXT, PageIn, responses
+from .schemas import BIG, TEXT, BodyIn, PageIn, responses
 
 # A list shows a payload whole up to this many bytes of JSON; past it a preview and `truncated`.
 PAYLOAD_LIMIT = 16 * 1024
@@ -75,7 +75,7 @@ class ContextOut(Schema):
     chars: int
 
 
-class HandoffIn(Schema):
+class HandoffIn(BodyIn):
     name: str = Field(min_length=1, max_length=handoff.MAX_NAME, pattern=r"^[^\n\x00]*$")
     summary: str = Field("", max_length=100_000, pattern=TEXT)
     state: dict[str, Any] | None = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Field, Schema
+from pydantic import ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 # The widest integer a filter takes: SQLite and PostgreSQL both store 64-bit integers.
 BIG = 2**62
@@ -17,6 +19,20 @@ class PageIn(Schema):
 
     limit: int = Field(50, ge=1, le=500)
     cursor: str | None = Field(None, max_length=1000, pattern=r"^[A-Za-z0-9_-]*$")
+
+
+class BodyIn(Schema):
+    """A JSON request body: an object of known fields. Anything else is a 422 that says so, where
+    ninja would read a list or a number as an object without fields, and drop unknown fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _an_object(cls, data: Any, handler: Any) -> Any:
+        if not isinstance(data, dict | cls):
+            raise PydanticCustomError("object_type", "the body must be a JSON object")
+        return handler(data)
 
 
 class ErrorOut(Schema):
