@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Swagger
 from ninja.errors import AuthenticationError, ValidationError
 from ninja.operation import Operation
@@ -93,9 +94,10 @@ def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
 
 def _where(loc: tuple) -> list[int | str]:
     """An error's place as the client sent it: ninja names a body field after the view's parameter
-    too (["body", "body", "name"]); the client sent ["body", "name"]."""
+    too (["body", "body", "name"]); the client sent ["body", "name"], and ["body"] for the body
+    itself (each view takes its body as one parameter)."""
     where = [p if isinstance(p, int) else str(p) for p in loc]
-    return [where[0], *where[2:]] if where[:1] == ["body"] and len(where) > 2 else where
+    return [where[0], *where[2:]] if where[:1] == ["body"] and len(where) >= 2 else where
 
 
 @api.exception_handler(Http404)
@@ -162,6 +164,7 @@ def _outbox_answer(exc: Exception) -> HttpResponse:
 outbox_handlers.answer_errors_with(_outbox_answer)
 
 
+@csrf_exempt  # as every endpoint is (a service's token is not a session): a 404, never a CSRF page
 def unknown_endpoint(request: HttpRequest, path: str) -> HttpResponse:
     return JsonResponse({"detail": f"no endpoint /api/{path}: see /api/docs"}, status=404)
 

@@ -1,8 +1,9 @@
 """The site's error answers: the styled pages, or `{"detail": ...}` JSON under /api/.
 
-Django calls these for what never reaches a view's own handling: a body over the size limit or a
-request refused for another reason it can name (400),
-an unknown URL (404), a refusal raised outside the API (403), a crash (500).
+Django calls these for what never reaches a view's own handling: a body over the size limit (413)
+or a request refused for another reason it can name (400), an unknown URL (404), a refusal raised
+outside the API (403), a failed CSRF check (403), a crash (500); and a method an API endpoint does
+not take (405), which ninja answers in plain text.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
 from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
-from django.views import defaults
+from django.views import csrf, defaults
 
 from tapeview.sources import TapeNotFound, WriteFailed
 
@@ -68,9 +69,10 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     Rendered without the request, as Django's own: the request may be what cannot be read (its
     host refused, its body), so no context processor looks at it."""
     reason = bad_request_reason(exception)
+    status = 413 if isinstance(exception, RequestDataTooBig) else 400  # Content Too Large
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": reason or MESSAGES[400]}, status=400)
-    return HttpResponseBadRequest(render_to_string("400.html", {"reason": reason}))
+        return JsonResponse({"detail": reason or MESSAGES[400]}, status=status)
+    return HttpResponseBadRequest(render_to_string("400.html", {"reason": reason}), status=status)
 
 
 def bad_request_reason(exception: Exception) -> str:
@@ -96,6 +98,15 @@ def _size(n: int | None) -> str:
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     return _json(request, 403) or defaults.permission_denied(request, exception)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """403 for a write without its CSRF token: a browser's session needs the token; under /api/, a
+    service that sends an API token is never asked for one."""
+    if request.path.startswith("/api/"):
+        detail = "forbidden: a signed-in browser's write needs its CSRF token; a service sends an API token"
+        return JsonResponse({"detail": detail}, status=403)
+    return csrf.csrf_failure(request, reason)
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -171,3 +182,26 @@ def not_here_yet(request: HttpRequest, detail: str, retry_after: int) -> HttpRes
         response = render(request, "not_here_yet.html", {"detail": detail}, status=503)
     response["Retry-After"] = str(retry_after)
     return response
+
+
+class MethodNotAllowedMiddleware:
+    """ninja answers a method an endpoint does not take with Django's plain-text 405: under /api/
+    it is `{"detail": ...}` as every other answer there, naming the methods the endpoint takes."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or not request.path.startswith("/api/")
+            or "json" in response["Content-Type"]
+        ):
+            return response
+        allowed = response.get("Allow", "")
+        answer = JsonResponse(
+            {"detail": f"{request.method} is not allowed here: {allowed or 'no method'}"}, status=405
+        )
+        answer["Allow"] = allowed
+        return answer

@@ -123,6 +123,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    "tapeview.errors.MethodNotAllowedMiddleware",
     "tapeview.errors.WriteFailedMiddleware",
     "tapeview.errors.FileGoneMiddleware",
     # Each request reads this machine's files until it looks up another host's tape or store.
@@ -232,6 +233,7 @@ WHITENOISE_USE_FINDERS = True
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("TAPEVIEW_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+CSRF_FAILURE_VIEW = "tapeview.errors.csrf_failure"  # JSON under /api/
 X_FRAME_OPTIONS = "DENY"
 # Secure cookies mean the site is served over HTTPS: then browsers are told to keep to it.
 SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE

@@ -25,7 +25,7 @@ def test_an_api_body_over_the_limit_gets_the_json_error(writer, served, settings
 
     tape = Tape.objects.filter(kind="bub", role="tape").first()
     answer = writer.post(f"/api/tapes/{tape.key}/handoff", {"name": "x", "summary": "y" * 5000})
-    assert answer.status_code == 400 and answer["Content-Type"] == "application/json"
+    assert answer.status_code == 413 and answer["Content-Type"] == "application/json"
     assert "too large" in answer.json()["detail"]
 
 

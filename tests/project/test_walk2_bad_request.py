@@ -19,7 +19,7 @@ def reason(html: str) -> str:
 def test_a_page_body_over_the_limit_says_how_much_the_server_accepts(client, settings) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     page = client.post("/login/", {"username": "vera", "password": "x" * 5000})
-    assert page.status_code == 400
+    assert page.status_code == 413
     assert (
         reason(page.content.decode())
         == "The request&#x27;s body is too large: this server accepts at most 1000 bytes."
@@ -32,7 +32,7 @@ def test_an_api_body_over_the_limit_says_how_much_the_server_accepts(writer, ser
 
     tape = Tape.objects.filter(kind="bub", role="tape").first()
     answer = writer.post(f"/api/tapes/{tape.key}/handoff", {"name": "x", "summary": "y" * 3_000_000})
-    assert answer.status_code == 400
+    assert answer.status_code == 413
     assert answer.json() == {"detail": "The request's body is too large: this server accepts at most 2.0 MB."}
 
 
