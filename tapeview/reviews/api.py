@@ -15,13 +15,13 @@ from pydantic import StrictInt
 from tapeview.accounts.auth import writer
 from tapeview.tapes import lookup
 from tapeview.tapes.api.cursor import decode, encode
-from tapeview.tapes.api.schemas import TEXT, ErrorOut, PageIn, responses
+from tapeview.tapes.api.schemas import TEXT, BodyIn, ErrorOut, PageIn, responses
 
 from . import ledger, transfer
 from .models import Review
 
 
-class ReviewIn(Schema):
+class ReviewIn(BodyIn):
     pos: StrictInt = Field(description="the entry's position (its line number); a turn or phase starts there")
     score: StrictInt | None = Field(None, description="1 to 5 (400 otherwise)")
     verdict: Literal["pass", "fail"] | None = None

@@ -222,3 +222,14 @@ def test_an_import_correcting_a_review_corrected_here_is_409(writer, tape) -> No
 def test_the_export_of_an_unknown_tape_is_404(reader, tape) -> None:
     assert reader.get("/api/tapes/nosuchtape/reviews/export").status_code == 404
     assert reader.get(f"/api/tapes/{tape.key}/reviews/export").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "where"), [([], ["body"]), ({"pos": 3, "score": 2, "scroe": 4}, ["body", "scroe"])]
+)
+def test_a_body_that_is_no_object_or_has_an_unknown_field_is_422_and_nothing_is_recorded(
+    writer, tape, body, where
+) -> None:
+    r = writer.post(f"/api/tapes/{tape.key}/reviews", body)
+    assert r.status_code == 422 and [e["loc"] for e in r.json()["detail"]] == [where]
+    assert not Review.objects.exists()
