@@ -21,11 +21,11 @@ from tapeview.outbox import handlers as outbox_handlers
 from tapeview.outbox.api import router as outbox_router
 from tapeview.reviews.api import router as reviews_router
 from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound, WriteFailed
-from tapeview.tapes.api import entries, tapes
+from tapeview.tapes.api import entries, handoffs, tapes
 from tapeview.tapes.api.cursor import BadCursor
 from tapeview.tapes.api.schemas import busy_detail
 from tapeview.tapes.context import AnchorNotFound
-from tapeview.tapes.handoff import HandoffRefused
+from tapeview.tapes.handoff import HandoffRefused, HandoffStale
 
 
 class TapeviewAPI(NinjaAPI):
@@ -56,6 +56,7 @@ api = TapeviewAPI(
 )
 api.add_router("", tapes.router)
 api.add_router("", entries.router)
+api.add_router("", handoffs.router)
 api.add_router("", "tapeview.tapes.api.analysis.router")
 api.add_router("", reviews_router)
 if apps.is_installed("tapeview.search"):
@@ -140,6 +141,12 @@ def busy(request: HttpRequest, exc: TapeBusy) -> HttpResponse:
     response = api.create_response(request, body, status=409)
     response["Retry-After"] = str(retry_after)
     return response
+
+
+@api.exception_handler(HandoffStale)
+def stale_handoff(request: HttpRequest, exc: HandoffStale) -> HttpResponse:
+    """The tape ends elsewhere than where the caller saw it: nothing was written."""
+    return api.create_response(request, {"detail": str(exc), "last_id": exc.now}, status=409)
 
 
 @api.exception_handler(WriteFailed)

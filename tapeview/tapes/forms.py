@@ -189,6 +189,8 @@ class HandoffForm(forms.Form):
     confirm_stopped = forms.BooleanField(
         required=False, label="The agent has stopped: write the handoff although its turn never ended"
     )
+    # The id of the tape's last entry when the form was drawn: a handoff is written only after it.
+    after = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
 
 
 class PhaseSortForm(forms.Form):

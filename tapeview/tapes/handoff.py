@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
 from tapeview.sources import AppendState, bub_append
+from tapeview.sources.bub_tail import read_tail
 from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
 
 from . import index
@@ -25,12 +27,12 @@ NO_HANDOFF = {
     "nanobot": (
         "their anchors are nanobot's own cuts of the model's context (a summary checkpoint, or the row its "
         "archive pointer names), made by nanobot when it compacts, and nanobot rewrites the session file "
-        "from memory on its next save, so a line added here would be lost (formats/nanobot.md §2.5, §2.7)."
+        "from memory on its next save, so a line added here would be lost."
     ),
     "yachiyo": (
         "their anchors are the runs yachiyo's gateway records, yachiyo has no record a handoff could add, "
         "and its gateway rewrites the whole session file on every event, so a line added here would be "
-        "lost (formats/yachiyo.md §A.4, §A.6)."
+        "lost."
     ),
 }
 
@@ -43,6 +45,23 @@ log = logging.getLogger(__name__)
 
 class HandoffRefused(ValueError):
     """A handoff that cannot be written here (wrong kind of tape, bad name): nothing was written."""
+
+
+class HandoffStale(Exception):
+    """The tape's end moved since the one handing off looked at it (another handoff, the agent's
+    turn, a reset): what they saw is not what the handoff would cut. Nothing was written."""
+
+    def __init__(self, seen: int, now: int) -> None:
+        self.seen, self.now = seen, now
+        if now > seen:
+            n = now - seen
+            what = f"{n} entr{'y was' if n == 1 else 'ies were'} written after id {seen}"
+        else:
+            what = f"it ended at id {seen} and ends at id {now} now (reset or cut)"
+        super().__init__(
+            f"The tape changed since you looked at it: {what}. Nothing was written: look at the "
+            "context again, and send once more to hand off after what is there now."
+        )
 
 
 def refusal(tape: Tape) -> str:
@@ -67,6 +86,12 @@ def refusal(tape: Tape) -> str:
 def append_state(tape: Tape) -> AppendState:
     """Whether the agent is between turns (a handoff may be written now), mid-turn, or looks stopped."""
     return bub_append.append_state(Path(tape.path), **_timing())
+
+
+def last_id(tape: Tape) -> int:
+    """The id of the tape's last complete entry, read from its end (0 for an empty tape)."""
+    tail = read_tail(Path(tape.path), now=time.time, **_timing())
+    return tail.last.id if tail.last is not None else 0
 
 
 def _timing() -> dict:
@@ -97,11 +122,14 @@ def write(
     summary: str = "",
     state: dict | None = None,
     confirm_stopped: bool = False,
+    after: int | None = None,
 ) -> list[dict]:
     """Append the anchor + handoff event in one write while the tape is idle (TapeBusy otherwise).
 
     A tape whose agent looks stopped mid-turn raises AgentStopped, unless the operator confirmed
     the handoff (`confirm_stopped`): then it is written, and the audit row says it was confirmed.
+    `after`: the id of the last entry the caller saw; HandoffStale when the tape ends elsewhere now
+    (two operators handing off from the same view: the second is told, not written after the first).
     """
     why = refusal(tape)
     if why:
@@ -119,6 +147,8 @@ def write(
     # Who wrote it is not the caller's to say: the owner comes last, over any given in `state`.
     full_state = {**({"summary": summary} if summary else {}), **(state or {}), "owner": actor.name}
     with _one_writer(tape):
+        if after is not None and (now := last_id(tape)) != after:
+            raise HandoffStale(after, now)
         try:
             written = bub_append.handoff(
                 Path(tape.path), name, full_state, allow_stopped=confirm_stopped, **_timing()

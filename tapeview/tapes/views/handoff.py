@@ -12,10 +12,10 @@ from tapeview.accounts.roles import role_required
 from tapeview.outbox import queue as outbox
 from tapeview.outbox.answers import result_of, waited
 from tapeview.outbox.views import queued_page
-from tapeview.sources import AgentStopped, TapeBusy
+from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound
 
 from .. import context, handoff, lookup
-from ..api.entries import queue_handoff
+from ..api.handoffs import queue_handoff
 from ..forms import (
     HandoffForm,
     SuggestionForm,
@@ -29,8 +29,8 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
     Template `tapeview/tape_handoff.html`; 409 with Retry-After when the tape is mid-turn.
     """
     tape = lookup.find_tape(key)
-    form = HandoffForm(request.POST or None)
     refusal = handoff.refusal(tape)
+    form = HandoffForm(request.POST or None, initial={"after": None if refusal else _last_id(tape)})
     ctx = {"tape": tape, "form": form, "refusal": refusal}
     if not refusal:
         # Totals only, bounded on a tape of any length: the messages are on the context page.
@@ -53,7 +53,10 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
                 Actor.of(request.user),
                 summary=data["summary"],
                 confirm_stopped=data["confirm_stopped"],
+                after=data["after"],
             )
+        except handoff.HandoffStale as stale:
+            return _stale(request, ctx, stale)
         except TapeBusy as busy:
             return _busy(request, ctx, busy)
         except handoff.HandoffRefused as exc:
@@ -66,6 +69,23 @@ def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
         ctx,
         status=400 if refusal and request.method == "POST" else 200,
     )
+
+
+def _last_id(tape) -> int | None:
+    try:
+        return handoff.last_id(tape)
+    except TapeNotFound:
+        return None  # the page says the file is gone when it is read
+
+
+def _stale(request: HttpRequest, ctx: dict, stale: handoff.HandoffStale) -> HttpResponse:
+    """409: the tape ends elsewhere than the form was drawn at. The page shows the context as it is
+    now, the form keeps what was typed, and sending it again hands off after what is there now."""
+    data = {**ctx["form"].data.dict(), "after": stale.now}
+    ctx["form"] = HandoffForm(data)
+    ctx["form"].is_valid()
+    ctx["stale"] = stale
+    return render(request, "tapes/tape_handoff.html", ctx, status=409)
 
 
 def _busy(request: HttpRequest, ctx: dict, busy: TapeBusy) -> HttpResponse:
@@ -85,7 +105,7 @@ def _handoff_elsewhere(request: HttpRequest, ctx: dict) -> HttpResponse:
     """A tape on another host: its watcher writes the handoff; the page answers as it would here
     when that is done within the wait, else it shows the request queued on that host."""
     tape, form = ctx["tape"], ctx["form"]
-    data = {k: form.cleaned_data[k] for k in ("name", "summary", "confirm_stopped")}
+    data = {k: form.cleaned_data[k] for k in ("name", "summary", "confirm_stopped", "after")}
     queued = waited(queue_handoff(tape, data, Actor.of(request.user)))
     result = result_of(queued)
     body = result.body if result is not None and isinstance(result.body, dict) else {}
@@ -93,6 +113,8 @@ def _handoff_elsewhere(request: HttpRequest, ctx: dict) -> HttpResponse:
         return queued_page(request, queued)
     if result.ok:
         return _written(request, tape, data["name"], body["ids"])
+    if result.status == 409 and "last_id" in body:
+        return _stale(request, ctx, handoff.HandoffStale(data["after"] or 0, body["last_id"]))
     if result.status == 409 and "retry_after" in body:
         busy = (AgentStopped if body.get("stopped") else TapeBusy)(result.reason, body["retry_after"])
         return _busy(request, ctx, busy)
