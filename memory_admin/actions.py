@@ -48,8 +48,10 @@ ZONE_CHANGES = {
 def zone_action(request: HttpRequest, key: str) -> HttpResponse:
     store = find_store(key, BubZone.names)
     form = ZoneForm(request.POST)
-    if not form.is_valid():
-        return refused(request, store, StoreError(form.errors.as_text()))
+    if not form.is_valid():  # a text refused in the edit page's words, else which field is wrong
+        return refused(
+            request, store, StoreError(" ".join(form.errors.get("text", [])) or form.errors.as_text())
+        )
     data = form.cleaned_data
     action, base = data["action"], data["base_version"]
     if action == "move":

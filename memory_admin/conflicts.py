@@ -10,7 +10,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from tapeview.accounts.audit import WRITTEN, events_of
+from tapeview.accounts.audit import PENDING, WRITTEN, events_of
 from tapeview.accounts.models import AuditEvent
 
 from . import diff, versions
@@ -104,6 +104,28 @@ def conflict_page(
         "current_version": stale.current_version,
     }
     return render(request, "memory_admin/conflict.html", ctx, status=409)
+
+
+def repeated(request: HttpRequest, store: MemoryStore, mine: str | None, base: str, stale: StaleEdit) -> bool:
+    """Whether a stale text edit is the same Save posted again (a double click): this user's write from
+    this very base gave the file its version, and it holds this very text. Nothing conflicts with it.
+    (Pending too: the first write may not have settled its audit row when the second reads the file.)"""
+    if mine is None:
+        return False
+    you = request.user.get_username()
+    first = events_of(f"store:{store.key}").filter(actor=you, before=base, after=stale.current_version)
+    if not first.filter(outcome__in=(WRITTEN, PENDING)).exists():
+        return False
+    try:
+        theirs = kind_of(store).edited_text(store, stale.current_version)
+    except LookupError:
+        theirs = stale.current_text
+    return _as_written(theirs) == _as_written(mine)
+
+
+def _as_written(text: str) -> str:
+    # A browser's textarea sends CRLF, and a file keeps its own line endings and final newline.
+    return text.replace("\r\n", "\n").rstrip("\n")
 
 
 def changed_by(store: MemoryStore, version: str) -> AuditEvent | None:

@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.http import QueryDict
+
+from .stores.model import text_problem
 
 PRUNE_DAYS = 30  # the agent's own default for `memory.prune`
 ZONE_ACTIONS = ("long_term", "daily", "prune", "clear", "restore", "move")
 
 
+def _writable(text: str) -> None:
+    if problem := text_problem(text):
+        raise ValidationError(problem, code="text")
+
+
+class MemoryTextField(forms.CharField):
+    """Text written to a memory store, refused as the API refuses it (one limit, one message)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(required=False, strip=False, **kwargs)
+        self.validators = [_writable]  # in place of Django's own NUL and length checks: the API's words
+
+
 class TextEditForm(forms.Form):
-    text = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false"}), required=False, strip=False
-    )
+    text = MemoryTextField(widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false"}))
     base_version = forms.CharField(widget=forms.HiddenInput, max_length=64)
 
 
@@ -82,7 +96,7 @@ class HistoryForm(forms.Form):
 class ZoneForm(Confirmed):
     action = forms.ChoiceField(choices=[(a, a) for a in ZONE_ACTIONS])
     base_version = forms.CharField(max_length=64)
-    text = forms.CharField(required=False, strip=False)
+    text = MemoryTextField()
     days = forms.IntegerField(required=False, min_value=0, max_value=36500)
     version = forms.IntegerField(required=False, min_value=1)
 

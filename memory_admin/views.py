@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib import messages
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -24,10 +23,11 @@ from . import diff, export, past_pages, versions, writes
 from .api import find_store, queue_write
 from .api.schemas import conflict
 from .catalog import refresh_stat, sync_stores
-from .conflicts import Describe, conflict_page
+from .conflicts import Describe
 from .forms import AsOfForm, DiffForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
 from .models import MemoryStore
+from .outcomes import saved, stale_page
 from .stores.model import Snapshot, StaleEdit, StoreError
 from .templatetags.memory import markdown
 
@@ -90,7 +90,8 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
 
 @role_required("operator")
 def store_edit(request: HttpRequest, key: str) -> HttpResponse:
-    """Edit a text store; a stale edit gets a conflict page and nothing is written.
+    """Edit a text store; a stale edit gets a conflict page and nothing is written, as a text the
+    store cannot take does (400: the form, with why and the text kept).
 
     Templates `memory_admin/store_edit.html` and `memory_admin/conflict.html`.
     """
@@ -103,7 +104,9 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
         text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]
         return write_page(request, store, "save_text", base, mine=text, text=text)
     preview = form.data.get("text", snap.text) if request.method == "POST" else snap.text
-    return render(request, "memory_admin/store_edit.html", {"store": store, "form": form, "preview": preview})
+    status = 400 if form.errors else 200  # the text refused, kept in the form with the reason
+    ctx = {"store": store, "form": form, "preview": preview}
+    return render(request, "memory_admin/store_edit.html", ctx, status=status)
 
 
 @role_required("operator")
@@ -174,7 +177,7 @@ def write_page(
     try:
         snap = _write(store, actor, write, base, params)
     except StaleEdit as stale:
-        return conflict_page(request, store, mine, base, stale, change)
+        return stale_page(request, store, stale, base, done, again, mine, change)
     except TapeBusy as busy:
         return busy_page(request, store, busy)
     except StoreError as exc:
@@ -224,26 +227,12 @@ def _outcome_page(
         return redirect("memory_admin:store_detail", key=store.key)
     if result.status == 409 and "current_version" in body:
         stale = StaleEdit(body["current_content"], body["current_version"])
-        mine, change = yours
-        return conflict_page(request, store, mine, base, stale, change)
+        return stale_page(request, store, stale, base, done, again, *yours)
     if result.status == 409:
         return busy_page(request, store, TapeBusy(result.reason, body.get("retry_after", 2)))
     if result.status == 400:
         return refused(request, store, StoreError(result.reason))
     return queued_page(request, queued)  # the store gone on its host, a full disk: its panel says
-
-
-def saved(request: HttpRequest, snap: Snapshot, base: str, done: str = "", again: str = "") -> None:
-    """Say what a write made of the store, by the version its page now shows in the header
-    (`again`: the version a restore gave back, which a file whose versions are hashes holds again)."""
-    if snap.version == base:
-        messages.info(request, f"Nothing changed: the store is still at version {snap.version}.")
-    elif done and snap.version == again:
-        messages.success(request, f"{done}: the file holds version {snap.version} again.")
-    elif done:
-        messages.success(request, f"{done}: saved as version {snap.version}.")
-    else:
-        messages.success(request, f"Saved as version {snap.version}.")
 
 
 def confirm_page(

@@ -6,13 +6,14 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Field, Schema
+from pydantic import StrictInt, field_validator
+from pydantic_core import PydanticCustomError
 
 from tapeview.tapes.api.schemas import TEXT, PageIn
 
 from ..diff import unified
-from ..stores.model import StaleEdit
+from ..stores.model import MAX_TEXT, StaleEdit, text_problem
 
-MAX_CONTENT = 2_000_000  # characters of long-term memory: far beyond what an agent keeps
 BASE_VERSION = r"^[\w:.-]+$"
 
 
@@ -111,12 +112,22 @@ class ExportOut(Schema):
 
 
 class LongTermIn(Schema):
-    content: str = Field(max_length=MAX_CONTENT, pattern=TEXT)
+    content: str = Field(max_length=MAX_TEXT, pattern=TEXT)
     base_version: str = Field(min_length=1, max_length=64, pattern=BASE_VERSION)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def writable(cls, content: object) -> object:
+        # The edit page's limit and words (text_problem), before pydantic's own checks say theirs.
+        if isinstance(content, str) and (problem := text_problem(content)):
+            kind = "string_pattern_mismatch" if "\x00" in content else "string_too_long"
+            raise PydanticCustomError(kind, problem)
+        return content
 
 
 class PruneIn(Schema):
-    older_than_days: int = Field(ge=0, le=36500)
+    # Strict: `true` or "5" is a mistake in the client, not a number of days to prune by.
+    older_than_days: StrictInt = Field(ge=0, le=36500)
     dry_run: bool = True
     base_version: str | None = Field(
         None, max_length=64, pattern=BASE_VERSION, description="default: the version the dry run sees now"

@@ -22,6 +22,27 @@ class StaleEdit(Exception):
         self.current_version = current_version
 
 
+# The most text a page or the API writes to a memory store at once, and why a text is refused, in the
+# same words on both: nanobot puts USER.md and MEMORY.md into every turn's prompt, so a store far past
+# this is a mistake (a paste of a log), not memory.
+MAX_TEXT = 2_000_000
+
+
+def text_problem(text: str) -> str | None:
+    """Why this text is not written to a memory store, in the user's words; None where it may be."""
+    if "\x00" in text:
+        return (
+            "The text contains a NUL character (U+0000, often pasted from a binary file), which is not "
+            "saved to a memory file: remove it and save again."
+        )
+    if len(text) > MAX_TEXT:
+        return (
+            f"The text is {len(text):,} characters long; a memory store takes at most {MAX_TEXT:,} "
+            "characters, as agents read their memory into their prompts. Shorten it and save again."
+        )
+    return None
+
+
 # One "busy, retry" error for tapes and memory files alike.
 StoreBusy = TapeBusy
 

@@ -17,8 +17,14 @@ _md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table"
 
 
 @register.filter
-def markdown(text: str) -> str:
-    return mark_safe(_md.render(text or ""))
+def markdown(text: str, top: int = 2) -> str:
+    """The Markdown as HTML, a `#` heading made an h`top` and the others below it: the page around
+    it has its own h1, its only one."""
+    tokens = _md.parse(text or "")
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1:]) + int(top) - 1)}"
+    return mark_safe(_md.renderer.render(tokens, _md.options, {}))
 
 
 @register.filter

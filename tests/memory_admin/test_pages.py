@@ -115,7 +115,7 @@ def test_markdown_preview_renders_without_raw_html(operator_client, memory_sourc
         f"/memory/{memory.key}/preview", {"text": "# Title\n\n<script>x</script> **bold**"}
     )
     html = r.content.decode()
-    assert "<h1>Title</h1>" in html and "<strong>bold</strong>" in html and "<script>" not in html
+    assert "<h2>Title</h2>" in html and "<strong>bold</strong>" in html and "<script>" not in html
 
 
 def test_history_is_newest_first_searchable_with_dreams_progress(viewer_client, memory_sources) -> None:

@@ -41,3 +41,26 @@ def test_the_api_docs_say_a_prune_and_its_dry_run_both_need_write_scope(reader) 
     description = doc["paths"]["/api/memory/{store_id}/prune"]["post"]["description"]
     assert "Both need write scope" in description and "a dry run too" in description
     assert "A read token or a viewer gets 403" in description
+
+
+@pytest.mark.parametrize("days", [True, False, "5", 5.0, None], ids=repr)
+def test_a_prune_s_days_must_be_a_whole_number_in_json_not_a_boolean_or_a_string(
+    writer, memory_sources, days
+) -> None:
+    store = zone()
+    before = Path(store.path).read_bytes()
+
+    r = writer.post(f"/api/memory/{store.key}/prune", {"older_than_days": days, "dry_run": False})
+
+    assert r.status_code == 422
+    assert r.json() == {
+        "detail": [
+            {"loc": ["body", "older_than_days"], "msg": "Input should be a valid integer", "type": "int_type"}
+        ]
+    }
+    assert Path(store.path).read_bytes() == before
+
+
+def test_a_prune_s_days_as_a_json_integer_is_taken(writer, memory_sources) -> None:
+    r = writer.post(f"/api/memory/{zone().key}/prune", {"older_than_days": 5})
+    assert r.status_code == 200 and r.json()["dry_run"] is True
