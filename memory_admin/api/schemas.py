@@ -6,10 +6,10 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Field, Schema
-from pydantic import StrictInt, field_validator
+from pydantic import StrictBool, StrictInt, field_validator
 from pydantic_core import PydanticCustomError
 
-from tapeview.tapes.api.schemas import TEXT, PageIn
+from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn
 
 from ..diff import unified
 from ..stores.model import MAX_TEXT, StaleEdit, text_problem
@@ -111,7 +111,7 @@ class ExportOut(Schema):
     )
 
 
-class LongTermIn(Schema):
+class LongTermIn(BodyIn):
     content: str = Field(max_length=MAX_TEXT, pattern=TEXT)
     base_version: str = Field(min_length=1, max_length=64, pattern=BASE_VERSION)
 
@@ -125,10 +125,11 @@ class LongTermIn(Schema):
         return content
 
 
-class PruneIn(Schema):
+class PruneIn(BodyIn):
     # Strict: `true` or "5" is a mistake in the client, not a number of days to prune by.
     older_than_days: StrictInt = Field(ge=0, le=36500)
-    dry_run: bool = True
+    # Strict too: "no" would read as false, and prune for real.
+    dry_run: StrictBool = True
     base_version: str | None = Field(
         None, max_length=64, pattern=BASE_VERSION, description="default: the version the dry run sees now"
     )

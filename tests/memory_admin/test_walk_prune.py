@@ -64,3 +64,33 @@ def test_a_prune_s_days_must_be_a_whole_number_in_json_not_a_boolean_or_a_string
 def test_a_prune_s_days_as_a_json_integer_is_taken(writer, memory_sources) -> None:
     r = writer.post(f"/api/memory/{zone().key}/prune", {"older_than_days": 5})
     assert r.status_code == 200 and r.json()["dry_run"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ({"older_than_days": 0, "dry_run": "no"}, ["body", "dry_run"]),
+        ({"older_than_days": 0, "dry_run": 0}, ["body", "dry_run"]),
+        ({"older_than_days": 0, "dry_run": False, "dryrun": True}, ["body", "dryrun"]),
+        ([], ["body"]),
+    ],
+    ids=["dry_run-as-text", "dry_run-as-number", "unknown-field", "not-an-object"],
+)
+def test_a_prune_whose_body_is_not_what_it_means_is_422_and_prunes_nothing(
+    writer, memory_sources, body, where
+) -> None:
+    store = zone()
+    before = Path(store.path).read_bytes()
+    r = writer.post(f"/api/memory/{store.key}/prune", body)
+    assert r.status_code == 422 and [e["loc"] for e in r.json()["detail"]] == [where]
+    assert Path(store.path).read_bytes() == before
+
+
+def test_a_long_term_write_with_an_unknown_field_is_422_and_writes_nothing(writer, memory_sources) -> None:
+    store = zone()
+    before = Path(store.path).read_bytes()
+    r = writer.put(
+        f"/api/memory/{store.key}/long-term", {"content": "x", "base_version": "1", "mode": "append"}
+    )
+    assert r.status_code == 422 and [e["loc"] for e in r.json()["detail"]] == [["body", "mode"]]
+    assert Path(store.path).read_bytes() == before
