@@ -3,7 +3,8 @@
 The tokens are the prompt tokens the agent last reported since the anchor (kept by the index), or
 else an estimate: the context the agent's own rules build from the entries after the anchor,
 counted with a BPE tokenizer. The estimate reads at most the newest CAP_ROWS entries (CAP_BYTES)
-and counts at most CAP_CHARS characters: past those it is a lower bound, marked `capped`.
+and tokenizes at most CAP_CHARS characters: what it leaves (older entries, a line too big to parse,
+text past the cap) is priced by its size (estimate.py), and the estimate is marked `capped`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tapeview.sources import Entry
 
 from . import archive, handoff, pictures, timeline, turn_end, windows
 from . import rows as index_rows
-from .estimate import CAP_CHARS, Estimate
+from .estimate import CAP_CHARS, Estimate, read_context
 from .models import Tape
 from .phase_tally import usage
 from .rows import Rows
@@ -48,6 +49,8 @@ class Budget:
     suggested_tokens: int | None = None
     # The tape's last entry ends no turn: a handoff waits for the turn's end (handoff.append_state).
     mid_turn: bool = False
+    # Bytes past the last indexed line end the tape (an unfinished line: the agent mid-write): mid_turn too.
+    writing: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -58,6 +61,11 @@ class Budget:
     @property
     def warn(self) -> bool:
         return self.ratio is not None and self.ratio >= settings.TAPEVIEW_BUDGET_WARN
+
+    @property
+    def over(self) -> bool:
+        """Past the window: the model's next call cannot take this context (for the page and API)."""
+        return self.ratio is not None and self.ratio >= 1
 
     @property
     def threshold(self) -> float:
@@ -109,15 +117,18 @@ def _measure(tape: Tape, index: Rows | None) -> Budget:
     suggest = budget.window is not None and not handoff.refusal(tape)
     estimate = None
     if budget.tokens_since_anchor is None:
-        entries, capped = _tail(tape, start, index=index)
-        estimate = Estimate(tape.kind, entries, windows.encoding(tape.model))
+        entries, unread = read_context(tape, start, index, CAP_ROWS, CAP_BYTES)
+        estimate = Estimate(tape.kind, entries, windows.encoding(tape.model), unread)
         budget.tokens_since_anchor, budget.source = estimate.total, "estimated"
-        budget.encoding, budget.capped = estimate.encoding, capped or estimate.capped
+        budget.encoding, budget.capped = estimate.encoding, estimate.capped
     if suggest and budget.window:
         # Mid-turn, the tape's end is no turn boundary: the last is where the last turn ended (if
         # found), priced as it was there; `window` prices a place never within half of it.
         ended, half, now = turn_end.last_turn_end(tape, start, index), budget.window // 2, None
-        end, budget.mid_turn = ended.pos or 0, ended.mid_turn
+        # Bytes past the last indexed line (an unfinished one: the agent mid-write) end no turn either:
+        # a handoff now is refused as busy (bub_tail.read_tail), so it waits as it does mid-turn.
+        budget.writing = tape.pending_bytes > 0
+        end, budget.mid_turn = ended.pos or 0, ended.mid_turn or budget.writing
         if estimate is None:
             # The agent reports each call's prompt (Bub's `run`): its turn starts and reports are enough.
             turns = _turns(tape, start, index)

@@ -1,38 +1,76 @@
 """An estimate of a context's tokens: the context the agent's own rules build from some entries,
-counted with a BPE tokenizer, at most CAP_CHARS characters of it (tapes.budget)."""
+counted with a BPE tokenizer, at most CAP_CHARS characters of it (tapes.budget); what is not
+counted so (text past the cap, a line too big to parse, entries left unread) is priced by its size."""
 
 from __future__ import annotations
 
 import bisect
 from functools import cached_property
 
-from tapeview.sources import Entry, reader
-from tapeview.sources.model import ContextMessage, content_text
+import numpy as np
 
-from . import tokenizer
+from tapeview.sources import Entry, reader
+from tapeview.sources.bub_lines import DISPLAY_PARSE_LIMIT
+from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, ContextMessage, content_text
+
+from . import rows as index_rows
+from . import timeline, tokenizer
+from .context import SENT_KINDS
+from .models import Tape
+from .rows import Rows
 
 CAP_CHARS = 2_000_000
 MESSAGE_OVERHEAD = 3  # tokens a chat message costs besides its text (OpenAI's counting guide)
+# Text not tokenized is priced at the rate of a sample of it that was (a message's counted part, a big
+# line's head, else every text counted), a tenth below it: a sample denser than the rest (longer numbers
+# further on, say) must not make the estimate pass the context it stands for. Without a sample, a
+# token every CHARS_PER_TOKEN characters or bytes (OpenAI's rule of thumb for English).
+SAMPLE_SHARE = 0.9
+CHARS_PER_TOKEN = 4
+# The bytes of a Bub line that carry little of its text (`{"id": 7, "kind": ..., "meta": {}, "date": ...}`,
+# a payload's keys, a call's id): a line never read is priced without them. On the sample tapes, a
+# line priced so (at CHARS_PER_TOKEN) comes to more than its exact count for 3 lines in 194, by a few
+# tokens each, and all of them to half of it.
+LINE_ENVELOPE = 250
 
 
 class Estimate:
     """Tokens of the context the agent's own rules build from some entries, and of each prefix of it."""
 
-    def __init__(self, kind: str, entries: list[Entry], encoding: str) -> None:
+    def __init__(
+        self, kind: str, entries: list[Entry], encoding: str, unread: list[tuple[int, int]] | None = None
+    ) -> None:
+        """`entries` may hold lines too big to parse (their head only); `unread`: (pos, bytes of
+        text) of the context's entries not read at all (their lines less LINE_ENVELOPE), at that pos."""
         self.kind, self.entries, self.encoding = kind, entries, encoding
-        self.capped = False
+        self.unread = unread or []
+        self.capped = bool(self.unread)
 
     @cached_property
     def _counts(self) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-        messages = reader(self.kind).context_messages(self.entries)
-        left = CAP_CHARS
+        messages = reader(self.kind).context_messages([e for e in self.entries if not e.truncated])
+        left, rate = CAP_CHARS, [0, 0]  # the tokens and bytes counted: the rate of what is not
         counted: list[tuple[int, int]] = []
-        for m in reversed(messages):  # the newest first: a cap drops the oldest text
+        for m in reversed(messages):  # the newest first: past the cap, the oldest text is priced by size
             text = _text(m)
-            if len(text) > left:
-                text, self.capped = text[:left], True
-            left -= len(text)
-            counted.append((m.source_pos, tokenizer.count(text, self.encoding) + MESSAGE_OVERHEAD))
+            cut = text[:left]
+            tokens = tokenizer.count(cut, self.encoding)
+            rate = [rate[0] + tokens, rate[1] + len(cut.encode())]
+            if len(text) > len(cut):
+                self.capped = True
+                tokens += _by_rate(len(text) - len(cut), tokens, len(cut))
+            left -= len(cut)
+            counted.append((m.source_pos, tokens + MESSAGE_OVERHEAD))
+        for e in self.entries:
+            # A line too big to parse is still sent (Bub reads it whole): its head's rate, over its bytes.
+            if e.truncated and e.readable and e.context and e.kind in SENT_KINDS:
+                self.capped, head = True, e.preview[:left]
+                left -= len(head)
+                tokens = tokenizer.count(head, self.encoding)
+                rate = [rate[0] + tokens, rate[1] + len(head.encode())]
+                counted.append((e.pos, _by_rate(e.length, tokens, len(head.encode())) + MESSAGE_OVERHEAD))
+        # Entries never read are priced at the lower of the two rates: nothing of theirs was sampled.
+        counted += [(pos, min(_by_rate(size, *rate), size // CHARS_PER_TOKEN)) for pos, size in self.unread]
         counted.sort(key=lambda c: c[0])
         positions = [pos for pos, _ in counted]
         sums = [0]
@@ -60,6 +98,36 @@ class Estimate:
     @property
     def total(self) -> int:
         return self.before(2**62)
+
+
+def read_context(
+    tape: Tape, start: int, index: Rows | None, max_rows: int, max_bytes: int
+) -> tuple[list[Entry], list[tuple[int, int]]]:
+    """An Estimate's entries and `unread`: the newest entries after `start`, at most `max_rows` and
+    `max_bytes` of them read (of a line too big to parse, its head only); the context's older ones
+    not read, as (pos, bytes of text), those past `max_rows` summed from the index's lengths."""
+    rows = (index or index_rows.of(tape)).after(start)
+    newest = rows.tail(max_rows + 1)[::-1]
+    kept, unread, size = [], [], 0
+    for row in newest[:max_rows]:
+        size += DISPLAY_PREVIEW_BYTES if row.length > DISPLAY_PARSE_LIMIT else row.length
+        if size <= max_bytes:
+            kept.append(row)
+        elif row.readable and row.context and row.kind in SENT_KINDS:
+            unread.append((row.pos, max(0, row.length - LINE_ENVELOPE)))
+    if len(newest) > max_rows:
+        older = rows.before(newest[max_rows - 1].pos).where(readable=True, context=True, kinds=SENT_KINDS)
+        text = (
+            np.maximum(c.columns["length"][i].astype(np.int64) - LINE_ENVELOPE, 0) for c, i in older.chunks()
+        )
+        unread.append((start + 1, sum(int(t.sum()) for t in text)))
+    return sorted(timeline.read_rows(tape, kept), key=lambda e: e.pos), unread
+
+
+def _by_rate(size: int, tokens: int, sample: int) -> int:
+    """The tokens of `size` characters (or bytes) at the rate of a sample of them counted with the
+    tokenizer (`tokens` of `sample`); without one, at CHARS_PER_TOKEN."""
+    return int(size * tokens * SAMPLE_SHARE / sample) if sample and tokens else size // CHARS_PER_TOKEN
 
 
 def _text(m: ContextMessage) -> str:
