@@ -29,6 +29,8 @@ BUDGET_KEYS = {
     "overflowed",
     "capped",
     "mid_turn",
+    "over",
+    "writing",
 }
 
 

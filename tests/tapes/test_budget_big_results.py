@@ -101,7 +101,7 @@ def test_entries_past_the_caps_count_by_their_size_a_lower_bound_that_warns(
     monkeypatch.setattr(budget, cap, value)
     body = reader.get(f"/api/tapes/{k}/budget").json()
     assert body["capped"] is True and body["tokens_since_anchor"] <= whole  # a lower bound
-    assert body["warn"] is True and body["ratio"] > 1  # over the window, as the whole context is
+    assert body["warn"] is True and body["ratio"] > 1 and body["over"] is True  # the whole context is over
     page = viewer_client.get(f"/tapes/{k}/").content.decode()
     assert "newest entries only (a lower bound)" in page
     assert_warns(page, body["tokens_since_anchor"])
@@ -113,9 +113,23 @@ def test_an_unfinished_last_line_holds_the_suggested_handoff_as_mid_turn(
     lines = turn("3 trips")
     k = write(served["samples"], "mid_write", [*lines, b'{"id": 10, "kind": "message", "payload": {"ro'])
     body = reader.get(f"/api/tapes/{k}/budget").json()
-    assert body["suggested_handoff_pos"] == len(lines) and body["mid_turn"] is True
+    assert (
+        body["suggested_handoff_pos"] == len(lines) and body["mid_turn"] is True and body["writing"] is True
+    )
     page = operator_client.get(f"/tapes/{k}/").content.decode()
     assert 'id="handoff-mid-turn"' in page and 'id="handoff-button" disabled' in page
     # What the suggestion waits for: a handoff written now is refused as busy.
     refused = writer.post(f"/api/tapes/{k}/handoff", {"name": "phase/next"})
     assert refused.status_code == 409 and "unfinished line" in refused.json()["detail"]
+
+
+def test_the_tape_api_says_a_handoff_would_wait_while_a_line_is_being_written(
+    writer, served, settings
+) -> None:
+    settings.TAPEVIEW_QUIET_SECONDS = 0
+    tape = Tape.objects.get(label="telegram:-1001234567890")
+    assert writer.get(f"/api/tapes/{tape.key}").json()["handoff_wait"] == ""
+    with open(tape.path, "a") as f:
+        f.write('{"id": 999, "kind": "message", "payload": {"role": "assist')
+    body = writer.get(f"/api/tapes/{tape.key}").json()
+    assert body["handoff"] is True and body["handoff_wait"].startswith("busy: an unfinished line ends the tape")

@@ -84,7 +84,11 @@ class BudgetOut(Schema):
     warn: bool = Field(description="ratio is at or above the warning threshold")
     threshold: float
     overflowed: bool = Field(description="the tape has overflowed its context before")
-    capped: bool = Field(description="an estimate that read or counted only the newest part: a lower bound")
+    capped: bool = Field(
+        description="an estimate that read or counted only in part, the rest priced by size: a lower bound"
+    )
+    over: bool = Field(description="ratio is at or above 1: the model cannot take this context")
+    writing: bool = Field(description="an unfinished line ends the tape: the agent is writing it")
     mid_turn: bool = Field(
         description="the tape's last entry ends no turn (the agent is mid-turn, or stopped in one): "
         "a handoff written now gets 409 busy until the turn ends; suggested_handoff_pos is a boundary "
@@ -171,4 +175,6 @@ def get_budget(request: HttpRequest, tape_id: str) -> dict:
         "overflowed": b.overflowed,
         "capped": b.capped,
         "mid_turn": b.mid_turn,
+        "over": b.over,
+        "writing": b.writing,
     }

@@ -12,7 +12,10 @@ from django.utils.http import content_disposition_header
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
+from tapeview.sources import TapeNotFound
+
 from .. import export, handoff, health, listing, lookup
+from ..discovery import this_host
 from ..forms import SORTS
 from ..models import Tape
 from .cursor import FOREIGN, BadCursor, decode, encode, offset_page
@@ -73,6 +76,10 @@ class TapeDetailOut(TapeOut):
     entries_since_anchor: int
     handoff: bool = Field(description="whether POST .../handoff can write to this tape")
     handoff_refusal: str = Field(description="why not, when it cannot")
+    handoff_wait: str = Field(
+        description="why a handoff sent now would get 409 (the agent is mid-turn, writing a line, or looks "
+        'stopped), or "" when it would be written; "" also for a tape on another host (its host decides)'
+    )
     attachments: list[AttachmentOut]
 
 
@@ -238,8 +245,19 @@ def get_tape(request: HttpRequest, tape_id: str) -> dict:
         "entries_since_anchor": tape.entries_since_anchor,
         "handoff": not refusal,
         "handoff_refusal": refusal,
+        "handoff_wait": "" if refusal else _handoff_wait(tape),
         "attachments": attachments,
     }
+
+
+def _handoff_wait(tape: Tape) -> str:
+    if tape.host != this_host():
+        return ""
+    try:
+        state = handoff.append_state(tape)
+    except TapeNotFound:
+        return ""
+    return "" if state.status == "idle" else f"{state.status}: {state.reason}"
 
 
 @router.get(
