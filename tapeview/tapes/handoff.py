@@ -15,8 +15,8 @@ from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
 from tapeview.sources import AppendState, bub_append
-from tapeview.sources.bub_tail import read_tail
 from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
+from tapeview.sources.bub_tail import read_tail
 
 from . import index
 from .models import Tape
