@@ -1,10 +1,13 @@
 /* The searchable text of a parsed payload (search/text.py `payload_text`) in compiled code.
  *
- * The search pass makes the text of every entry of every tape: its strings, depth first, within a
- * budget of characters. This walks the dicts, lists and strings orjson made, as text.py's `_collect`
- * walks them, and returns the same string; text.py's own walk is the reference and stays the one
- * for anything that is not exactly a dict, a list or a str (a subclass: None is returned), and where
- * this module is not built. The same for what FTS5 is given of that text (text.py `fts_body`).
+ * The search pass makes the text of every entry of every tape: its strings, depth first, whole up to
+ * LIMIT characters, else its first HEAD and last TAIL characters (the end of a long tool output is
+ * where its failure is). This walks the dicts, lists and strings orjson made, as text.py's `_collect`
+ * walks them, forwards for the head and, only where the text is longer, backwards from the end for
+ * the tail (text.py `_collect_back`), so no more than about LIMIT characters are ever joined; and
+ * returns the same string; text.py's own walk is the reference and stays the one for anything that
+ * is not exactly a dict, a list or a str (a subclass: None is returned), and where this module is
+ * not built. The same for what FTS5 is given of that text (text.py `fts_body`).
  * tests/search/test_text_native.py holds the two to the same output.
  */
 #define PY_SSIZE_T_CLEAN
@@ -13,7 +16,10 @@
 
 #include "../sources/bub_dates.h"
 
-static Py_ssize_t LIMIT = 16000;   /* text.LIMIT, set by configure() */
+static Py_ssize_t HEAD = 12000;    /* text.HEAD, set by configure() */
+static Py_ssize_t TAIL = 4000;     /* text.TAIL */
+static Py_ssize_t LIMIT = 16000;   /* HEAD + TAIL: a text no longer is kept whole */
+static PyObject *GAP = NULL;       /* text.GAP, between the head and the tail */
 static int MAX_DEPTH = 24;         /* text.MAX_DEPTH */
 static PyObject *SKIP_KEYS = NULL; /* text.SKIP_KEYS, a frozenset */
 static PyObject *NEWLINE = NULL;
@@ -38,13 +44,14 @@ static int is_blob(PyObject *s) {
     return 1;
 }
 
-/* A string child of a dict or a list: kept (cut to the budget) unless empty or a blob. */
-static int add_child(PyObject *s, PyObject *out, Py_ssize_t *budget) {
+/* A string child of a dict or a list: kept (cut to the budget: its first characters, or its last
+ * walking back) unless empty or a blob. */
+static int add_child(PyObject *s, PyObject *out, Py_ssize_t *budget, int back) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     if (n == 0 || is_blob(s)) return DONE;
     PyObject *kept;
     if (n > *budget) {
-        kept = PyUnicode_Substring(s, 0, *budget);
+        kept = back ? PyUnicode_Substring(s, n - *budget, n) : PyUnicode_Substring(s, 0, *budget);
         if (kept == NULL) return FAILED;
         n = *budget;
     } else {
@@ -57,39 +64,96 @@ static int add_child(PyObject *s, PyObject *out, Py_ssize_t *budget) {
     return DONE;
 }
 
-static int collect(PyObject *value, PyObject *out, Py_ssize_t *budget, int depth);
+static int collect(PyObject *value, PyObject *out, Py_ssize_t *budget, int depth, int back);
 
-static int child(PyObject *item, PyObject *out, Py_ssize_t *budget, int depth) {
-    if (PyUnicode_CheckExact(item)) return add_child(item, out, budget);
-    if (depth < MAX_DEPTH && (PyDict_Check(item) || PyList_Check(item))) return collect(item, out, budget, depth + 1);
+static int child(PyObject *item, PyObject *out, Py_ssize_t *budget, int depth, int back) {
+    if (PyUnicode_CheckExact(item)) return add_child(item, out, budget, back);
+    if (depth < MAX_DEPTH && (PyDict_Check(item) || PyList_Check(item))) {
+        return collect(item, out, budget, depth + 1, back);
+    }
     return DONE; /* numbers, booleans, None; a str subclass, as `type(child) is str` leaves it */
 }
 
-/* text._collect of a dict or a list. */
-static int collect(PyObject *value, PyObject *out, Py_ssize_t *budget, int depth) {
+/* One item of a dict: DONE, FAILED, DECLINED, or STOP once the budget is spent. */
+enum { STOP = 2 };
+static int dict_item(PyObject *key, PyObject *item, PyObject *out, Py_ssize_t *budget, int depth, int back) {
+    if (!PyUnicode_CheckExact(key)) return DECLINED;
+    int skipped = PySet_Contains(SKIP_KEYS, key);
+    if (skipped < 0) return FAILED;
+    if (skipped) return DONE;
+    if (*budget <= 0) return STOP;
+    return child(item, out, budget, depth, back);
+}
+
+/* The entry's kind and name, first of the text: its last `budget` characters, even empty. */
+static int add_child_head(PyObject *head, PyObject *out, Py_ssize_t budget) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(head);
+    PyObject *kept = PyUnicode_Substring(head, n > budget ? n - budget : 0, n);
+    if (kept == NULL) return FAILED;
+    int failed = PyList_Append(out, kept);
+    Py_DECREF(kept);
+    return failed ? FAILED : DONE;
+}
+
+/* text._collect of a dict or a list, or with `back` text._collect_back (its items last first). */
+static int collect(PyObject *value, PyObject *out, Py_ssize_t *budget, int depth, int back) {
+    if (PyDict_CheckExact(value) && back) {
+        /* Dicts have no way back in C but their items: only a long entry's tail is walked so. */
+        PyObject *items = PyDict_Items(value);
+        if (items == NULL) return FAILED;
+        int done = DONE;
+        for (Py_ssize_t i = PyList_GET_SIZE(items) - 1; i >= 0 && done == DONE; i--) {
+            PyObject *pair = PyList_GET_ITEM(items, i);
+            done = dict_item(PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), out, budget, depth, back);
+        }
+        Py_DECREF(items);
+        return done == STOP ? DONE : done;
+    }
     if (PyDict_CheckExact(value)) {
         Py_ssize_t at = 0;
         PyObject *key, *item;
         while (PyDict_Next(value, &at, &key, &item)) {
-            if (!PyUnicode_CheckExact(key)) return DECLINED;
-            int skipped = PySet_Contains(SKIP_KEYS, key);
-            if (skipped < 0) return FAILED;
-            if (skipped) continue;
-            if (*budget <= 0) break;
-            int done = child(item, out, budget, depth);
+            int done = dict_item(key, item, out, budget, depth, back);
+            if (done == STOP) break;
             if (done != DONE) return done;
         }
         return DONE;
     }
     if (PyList_CheckExact(value)) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+        Py_ssize_t n = PyList_GET_SIZE(value);
+        for (Py_ssize_t i = 0; i < n; i++) {
             if (*budget <= 0) break;
-            int done = child(PyList_GET_ITEM(value, i), out, budget, depth);
+            int done = child(PyList_GET_ITEM(value, back ? n - 1 - i : i), out, budget, depth, back);
             if (done != DONE) return done;
         }
         return DONE;
     }
     return DECLINED; /* a subclass of dict or list: its own items() or iteration may differ */
+}
+
+/* The last TAIL characters of the walked text, walked from its end (text.py `python_payload_text`'s
+ * `back`), or None where Python must walk it. */
+static PyObject *tail_of(PyObject *head, PyObject *payload) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    Py_ssize_t budget = TAIL + 1;
+    int done = DONE;
+    if (PyDict_Check(payload) || PyList_Check(payload)) {
+        done = collect(payload, out, &budget, 0, 1);
+    } else if (PyUnicode_Check(payload)) {
+        done = PyUnicode_CheckExact(payload) ? add_child(payload, out, &budget, 1) : DECLINED;
+    }
+    if (done == DONE && budget > 0) done = add_child_head(head, out, budget);
+    PyObject *text = NULL;
+    if (done == DONE && PyList_Reverse(out) == 0) text = PyUnicode_Join(NEWLINE, out);
+    Py_DECREF(out);
+    if (done == DECLINED) Py_RETURN_NONE;
+    if (text == NULL) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (n <= TAIL) return text;
+    PyObject *cut = PyUnicode_Substring(text, n - TAIL, n);
+    Py_DECREF(text);
+    return cut;
 }
 
 /* payload_text(head, payload) -> the text, or None where text.py's walk must make it. */
@@ -107,13 +171,14 @@ static PyObject *payload_text(PyObject *Py_UNUSED(module), PyObject *const *args
     PyObject *out = PyList_New(1);
     if (out == NULL) return NULL;
     PyList_SET_ITEM(out, 0, Py_NewRef(head));
-    Py_ssize_t budget = LIMIT - PyUnicode_GET_LENGTH(head);
+    /* One character past LIMIT tells a text longer than LIMIT from one that is exactly LIMIT long. */
+    Py_ssize_t budget = LIMIT + 1 - PyUnicode_GET_LENGTH(head);
     int done = DONE;
     if (PyDict_Check(payload) || PyList_Check(payload)) {
-        done = collect(payload, out, &budget, 0);
+        done = collect(payload, out, &budget, 0, 0);
     } else if (PyUnicode_Check(payload)) {
-        /* text._add. A budget at or below zero means the head fills LIMIT already: what Python's slice
-         * [:budget] keeps of the string then is cut off with the rest below. */
+        /* text._add. A budget at or below zero means the head is longer than LIMIT already: what
+         * Python's slice [:budget] keeps of the string then is cut off with the rest below. */
         Py_ssize_t n = PyUnicode_GET_LENGTH(payload);
         if (!PyUnicode_CheckExact(payload)) {
             done = DECLINED;
@@ -132,9 +197,22 @@ static PyObject *payload_text(PyObject *Py_UNUSED(module), PyObject *const *args
     PyObject *text = PyUnicode_Join(NEWLINE, out);
     Py_DECREF(out);
     if (text == NULL || PyUnicode_GET_LENGTH(text) <= LIMIT) return text;
-    PyObject *cut = PyUnicode_Substring(text, 0, LIMIT);
+    PyObject *first = PyUnicode_Substring(text, 0, HEAD);
     Py_DECREF(text);
-    return cut;
+    PyObject *tail = first ? tail_of(head, payload) : NULL;
+    PyObject *joined = NULL;
+    if (tail == Py_None) {
+        joined = Py_NewRef(Py_None);
+    } else if (tail != NULL) {
+        PyObject *parts = PyTuple_Pack(3, first, GAP, tail);
+        PyObject *empty = parts ? PyUnicode_FromString("") : NULL;
+        joined = empty ? PyUnicode_Join(empty, parts) : NULL;
+        Py_XDECREF(empty);
+        Py_XDECREF(parts);
+    }
+    Py_XDECREF(first);
+    Py_XDECREF(tail);
+    return joined;
 }
 
 /* text.CJK's ranges, [first, last] pairs, set by configure(). */
@@ -276,13 +354,18 @@ static PyObject *plain_doc(PyObject *Py_UNUSED(module), PyObject *const *args, P
     return doc;
 }
 
-/* configure(limit, max_depth, skip_keys, cjk): text.py's constants, given once; `cjk` is text.CJK's
- * ranges as a flat tuple of first and last code points. */
+/* configure(head, tail, gap, max_depth, skip_keys, cjk): text.py's constants, given once; `cjk` is
+ * text.CJK's ranges as a flat tuple of first and last code points. */
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args) {
-    Py_ssize_t limit;
+    Py_ssize_t head, tail;
     int max_depth;
-    PyObject *skip, *cjk;
-    if (!PyArg_ParseTuple(args, "niO!O!", &limit, &max_depth, &PyFrozenSet_Type, &skip, &PyTuple_Type, &cjk)) {
+    PyObject *gap, *skip, *cjk;
+    if (!PyArg_ParseTuple(args, "nnUiO!O!", &head, &tail, &gap, &max_depth, &PyFrozenSet_Type, &skip,
+                          &PyTuple_Type, &cjk)) {
+        return NULL;
+    }
+    if (head < 0 || tail < 0) {
+        PyErr_SetString(PyExc_ValueError, "head and tail: at least 0");
         return NULL;
     }
     Py_ssize_t pairs = PyTuple_GET_SIZE(cjk) / 2;
@@ -298,7 +381,10 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args) {
         }
     }
     N_CJK = pairs;
-    LIMIT = limit;
+    HEAD = head;
+    TAIL = tail;
+    LIMIT = head + tail;
+    Py_XSETREF(GAP, Py_NewRef(gap));
     MAX_DEPTH = max_depth;
     Py_XSETREF(SKIP_KEYS, Py_NewRef(skip));
     Py_RETURN_NONE;
@@ -310,7 +396,7 @@ static PyMethodDef methods[] = {
     {"fts_body", fts_body, METH_O, "fts_body(text) -> text.fts_body's string"},
     {"plain_doc", (PyCFunction)(void (*)(void))plain_doc, METH_FASTCALL,
      "plain_doc(obj, pos, offset, length) -> a plain Bub line's doc, or None where Python reads the line"},
-    {"configure", configure, METH_VARARGS, "configure(limit, max_depth, skip_keys, cjk)"},
+    {"configure", configure, METH_VARARGS, "configure(head, tail, gap, max_depth, skip_keys, cjk)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ from tapeview.tapes.api.cursor import decode, encode
 from tapeview.tapes.api.schemas import TEXT, PageIn, responses
 
 from . import catchup, engine
+from .entries import SEARCHABLE
 
 HIGHLIGHTS = "where the matches are in `snippet`: [start, end) offsets in characters (code points)"
 
@@ -42,7 +43,9 @@ class HitPageOut(Schema):
 
 
 class SearchFilters(PageIn):
-    q: str = Field(min_length=1, max_length=500, pattern=TEXT, description="words, or a phrase in quotes")
+    q: str = Field(
+        min_length=1, max_length=500, pattern=TEXT, description=f"words, or a phrase in quotes. {SEARCHABLE}"
+    )
     source: str | None = Field(None, max_length=100, pattern=TEXT)
     tape: str | None = Field(None, max_length=32, pattern=TEXT, description="a tape id")
     kinds: str | None = Field(None, max_length=500, pattern=TEXT, description="comma-separated kinds")

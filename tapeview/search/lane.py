@@ -2,7 +2,7 @@
 
 A Bub line that is a JSON object with an integer id, a kind the agent writes, an object payload and
 a date string is read here, in one loop over local names, straight from its parsed JSON: its text,
-kind, name and date text exactly as `text.entry_text` and `docs.date_text` make them of the Entry
+kind, name and date text exactly as `entries.entry_text` and `docs.date_text` make them of the Entry
 that sources.bub_lines would read. Every other line (not JSON, an id past 64 bits, an odd kind, a
 timestamp instead of a date, a line too long to parse) goes, with its parsed JSON, to that reader,
 as does every line of the other agents' tapes. The same idea as the indexer's bulk path
@@ -24,7 +24,8 @@ from tapeview.sources.bub import lines as bub_lines
 from tapeview.sources.bub_lines import FIRST_ID, LAST_ID, parse_line, parsed_line
 
 from .docs import date_text
-from .text import entry_text, native, payload_text
+from .entries import entry_text
+from .text import native, payload_text
 
 # A doc as the pass makes it: the entry's pos, offset and length (its line's), kind, name, searchable
 # text and date as text ("" for an unknown time).

@@ -13,7 +13,11 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-LIMIT = 16_000  # characters of text indexed per entry (and per memory doc)
+LIMIT = 16_000  # characters of text indexed per memory doc, and per entry whose text is no longer
+# ...else an entry's first HEAD and last TAIL characters, GAP between: the end of a long tool output
+# or test log (its failure) is found as well as its start.
+HEAD, TAIL = 12_000, 4_000
+GAP = "\n…\n"
 MAX_DEPTH = 24
 MARK = "\x01"  # stored around CJK characters (and, for PostgreSQL, punctuation): a separator to both parsers
 START, STOP = "\x02", "\x03"  # the engines' highlight markers, taken out of snippets again
@@ -159,16 +163,6 @@ def pg_query(q: str) -> str:
     return " & ".join(parts)
 
 
-def entry_text(entry: Any) -> str:
-    """The searchable text of a tape entry: its kind and name, then the strings of its payload
-    (message content and parts, tool calls and arguments, results, anchor states, event data,
-    errors), at most LIMIT characters."""
-    head = f"{entry.kind} {entry.name}".strip()
-    if not entry.readable:
-        return f"{head} {entry.problem}\n{entry.preview}"[:LIMIT]
-    return payload_text(head, entry.payload)
-
-
 def payload_text(head: str, payload: Any) -> str:
     """The searchable text of a readable entry whose kind and name are `head`: its strings, depth first
     (the compiled walk where it is built and the payload is plain JSON, else `python_payload_text`)."""
@@ -182,8 +176,18 @@ def payload_text(head: str, payload: Any) -> str:
 def python_payload_text(head: str, payload: Any) -> str:
     """payload_text in Python: the reference the compiled walk (search/_text.c) is held to."""
     out: list[str] = [head]
-    _collect(payload, out, LIMIT - len(head), 0)
-    return "\n".join(out)[:LIMIT]
+    # One character past HEAD + TAIL tells a longer text from one exactly that long.
+    _collect(payload, out, HEAD + TAIL + 1 - len(head), 0)
+    text = "\n".join(out)
+    if len(text) <= HEAD + TAIL:
+        return text
+    # The tail is walked from the end, so a huge payload's middle is never joined.
+    back: list[str] = []
+    budget = _collect_back(payload, back, TAIL + 1, 0)
+    if budget > 0:
+        back.append(head[-budget:])
+    tail = "\n".join(reversed(back))
+    return text[:HEAD] + GAP + tail[max(len(tail) - TAIL, 0) :]
 
 
 def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
@@ -191,11 +195,7 @@ def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
     # Runs for every value of every entry: _add inlined for the common case, a plain string.
     if isinstance(value, dict):
         # Most objects hold none of those keys: their values are taken as they are, with no list made.
-        children: Any = (
-            value.values()
-            if SKIP_KEYS.isdisjoint(value)
-            else [item for key, item in value.items() if key not in SKIP_KEYS]
-        )
+        children: Any = value.values() if SKIP_KEYS.isdisjoint(value) else _kept(value)
     elif isinstance(value, list):
         children = value
     else:
@@ -204,7 +204,7 @@ def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
         if budget <= 0:
             break
         if type(child) is str:
-            if child and not _is_blob(child):
+            if child and not is_blob(child):
                 if len(child) > budget:
                     child = child[:budget]
                 out.append(child)
@@ -214,15 +214,44 @@ def _collect(value: Any, out: list[str], budget: int, depth: int) -> int:
     return budget
 
 
+def _collect_back(value: Any, out: list[str], budget: int, depth: int) -> int:
+    """_collect from the end: the strings in `value` last first, the last one cut to its end."""
+    if isinstance(value, dict):
+        children = list(value.values() if SKIP_KEYS.isdisjoint(value) else _kept(value))
+    elif isinstance(value, list):
+        children = value
+    elif isinstance(value, str) and value and not is_blob(value):
+        out.append(value[-budget:])
+        return budget - min(len(value), budget) - 1
+    else:
+        return budget
+    for child in reversed(children):
+        if budget <= 0:
+            break
+        if type(child) is str:
+            if child and not is_blob(child):
+                if len(child) > budget:
+                    child = child[-budget:]
+                out.append(child)
+                budget -= len(child) + 1
+        elif depth < MAX_DEPTH and isinstance(child, (dict, list)):
+            budget = _collect_back(child, out, budget, depth + 1)
+    return budget
+
+
+def _kept(value: dict) -> list[Any]:
+    return [item for key, item in value.items() if key not in SKIP_KEYS]
+
+
 def _add(text: str, out: list[str], budget: int) -> int:
-    if not text or _is_blob(text):
+    if not text or is_blob(text):
         return budget
     text = text[:budget]
     out.append(text)
     return budget - len(text) - 1
 
 
-def _is_blob(value: str) -> bool:
+def is_blob(value: str) -> bool:
     """A data: URL or a long run without spaces (base64, a hash): nothing anyone searches for."""
     return value.startswith("data:") or (len(value) > 1000 and _SPACE.search(value, 0, 1000) is None)
 
@@ -245,4 +274,4 @@ try:
 except ImportError:  # pragma: no cover - `make setup` builds it
     native = None
 else:
-    native.configure(LIMIT, MAX_DEPTH, SKIP_KEYS, cjk_ranges())
+    native.configure(HEAD, TAIL, GAP, MAX_DEPTH, SKIP_KEYS, cjk_ranges())

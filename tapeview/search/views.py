@@ -15,6 +15,7 @@ from tapeview.tapes.models import Anchor, Tape
 
 from . import catchup, engine
 from .backends import CANDIDATES
+from .entries import SEARCHABLE
 from .forms import KINDS, ROLES, SearchForm
 
 PAGE_SIZE = 50
@@ -28,7 +29,8 @@ def search(request: HttpRequest) -> HttpResponse:
 
     Template `search/search.html`, context: `hits` (a page of them, each with the entries that
     repeat it in `copies`), `sessions` (the same hits by tape, with each tape's `count` of matching
-    entries), `count` (of every matching entry) and `behind` (entries indexed but not yet searchable).
+    entries), `count` (of every matching entry), `behind` (entries indexed but not yet searchable) and
+    `searchable` (what part of a long entry is searched, in plain words).
     htmx gets its partial `#results`, or `#search` (the filters with the results) when a change of
     tab or tape changes the filters themselves.
     """
@@ -54,6 +56,7 @@ def search(request: HttpRequest) -> HttpResponse:
         "sessions": _by_session(hits[:PAGE_SIZE], count) if count is not None else [],
         "count": count,
         "candidates": CANDIDATES,
+        "searchable": SEARCHABLE,
         "behind": catchup.lag(),
         "page": page,
         "has_next": len(hits) > PAGE_SIZE,

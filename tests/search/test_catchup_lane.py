@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tapeview.search import backends, catchup, lane
 from tapeview.search.docs import LAST_POS, SHIFT, date_text, tags
-from tapeview.search.text import entry_text
+from tapeview.search.entries import entry_text
 from tapeview.sources import Entry, reader
 from tapeview.sources.model import SCAN_PARSE_LIMIT
 from tapeview.tapes.models import Tape, db_text

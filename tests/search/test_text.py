@@ -9,14 +9,17 @@ from pathlib import Path
 import pytest
 
 from memory_admin.stores.model import Snapshot
+from tapeview.search.entries import LONG_LINE_LIMIT, entry_text
 from tapeview.search.memory_text import Doc, memory_docs
 from tapeview.search.text import _TOKEN as TOKEN
 from tapeview.search.text import (
+    GAP,
+    HEAD,
     LIMIT,
     MARK,
     START,
     STOP,
-    entry_text,
+    TAIL,
     folded,
     fts_body,
     fts_query,
@@ -162,7 +165,43 @@ def test_entry_text_of_an_unreadable_line_is_its_problem_and_preview():
 
 def test_entry_text_is_bounded_however_big_the_payload():
     huge = entry("tool_result", {"results": ["word " * 3_000_000, {"deep": ["x " * 100] * 100_000}]})
-    assert len(entry_text(huge)) <= LIMIT
+    assert len(entry_text(huge)) == HEAD + len(GAP) + TAIL
+
+
+def test_entry_text_up_to_the_limit_is_whole():
+    output = ("ok " * LIMIT)[: LIMIT - len("tool_result\n")]
+    assert entry_text(entry("tool_result", {"results": [output]})) == "tool_result\n" + output
+    assert len(entry_text(entry("tool_result", {"results": [output + "x"]}))) == HEAD + len(GAP) + TAIL
+
+
+@pytest.mark.parametrize("size", [LIMIT, 20_000, 50_000, 1_000_000])
+def test_entry_text_of_a_long_tool_output_keeps_its_start_and_its_end(size):
+    output = "first words\n" + "ok " * (size // 3) + "\nAssertionError: boom"
+    text = entry_text(entry("tool_result", {"results": [output], "call_id": "c1"}))
+    assert text.startswith("tool_result\nfirst words\nok ok")
+    assert text.endswith("ok ok \nAssertionError: boom")
+    assert text[HEAD : HEAD + len(GAP)] == GAP and len(text) == HEAD + len(GAP) + TAIL
+    assert "assertionerror" in words(text)
+
+
+def test_entry_text_takes_its_tail_from_the_last_strings_of_the_payload():
+    payload = {
+        "results": ["x " * 10_000, {"id": "skipped", "out": ["middle " * 1000, "last one"]}],
+        "date": "d",
+    }
+    text = entry_text(entry("tool_result", payload))
+    assert text.endswith("middle middle \nlast one")
+    assert "skipped" not in text
+
+
+def test_entry_text_of_a_line_too_long_to_parse_is_the_strings_in_its_head():
+    head = '{"id": 9, "kind": "tool_result", "date": "2026-11-22", "payload": {"results": ["line one\\nline \\"two\\" \\u00e9t\\u00e9 and on'
+    big = Entry(9, 0, 6_000_000, 9, "tool_result", truncated=True, preview=head)
+    assert entry_text(big) == 'tool_result\ntool_result\nline one\nline "two" été and on'
+    cut = Entry(9, 0, 6_000_000, 9, "tool_result", truncated=True, preview=head + "\\u00")
+    assert entry_text(cut) == entry_text(big)
+    endless = Entry(9, 0, 6_000_000, 9, "tool_result", truncated=True, preview='{"a": "' + "word " * 100_000)
+    assert len(entry_text(endless)) == LONG_LINE_LIMIT
 
 
 def test_entry_text_survives_odd_payloads():

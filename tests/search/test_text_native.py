@@ -26,16 +26,18 @@ pytestmark = pytest.mark.skipif(text.native is None, reason="the compiled walk i
 
 
 @contextlib.contextmanager
-def limits(limit: int, depth: int) -> Iterator[None]:
-    """Both walks under another budget and depth, restored after."""
-    saved = text.LIMIT, text.MAX_DEPTH
-    text.LIMIT, text.MAX_DEPTH = limit, depth
-    text.native.configure(limit, depth, text.SKIP_KEYS, text.cjk_ranges())
+def limits(limit: int, depth: int, tail: int | None = None) -> Iterator[None]:
+    """Both walks under another budget (`limit` characters: a quarter of them the tail, unless
+    given) and depth, restored after."""
+    tail = limit // 4 if tail is None else tail
+    saved = text.HEAD, text.TAIL, text.MAX_DEPTH
+    text.HEAD, text.TAIL, text.MAX_DEPTH = limit - tail, tail, depth
+    text.native.configure(limit - tail, tail, text.GAP, depth, text.SKIP_KEYS, text.cjk_ranges())
     try:
         yield
     finally:
-        text.LIMIT, text.MAX_DEPTH = saved
-        text.native.configure(*saved, text.SKIP_KEYS, text.cjk_ranges())
+        text.HEAD, text.TAIL, text.MAX_DEPTH = saved
+        text.native.configure(saved[0], saved[1], text.GAP, saved[2], text.SKIP_KEYS, text.cjk_ranges())
 
 
 def test_the_walks_agree_on_every_entry_of_the_real_samples() -> None:
@@ -72,11 +74,73 @@ JSON = st.recursive(
 )
 
 
+def joined_then_cut(head: str, payload: object) -> str:
+    """What both walks must make, by its definition: every string of the payload joined (a string
+    whole, however long), then, if longer than HEAD + TAIL, its first HEAD and last TAIL characters."""
+    found = [head]
+
+    def walk(value: object, depth: int, top: bool = False) -> None:
+        if isinstance(value, str):
+            if value and not text.is_blob(value) and (top or type(value) is str):
+                found.append(value)
+        elif isinstance(value, (dict, list)) and (top or depth <= text.MAX_DEPTH):
+            items = (
+                value if isinstance(value, list) else [v for k, v in value.items() if k not in text.SKIP_KEYS]
+            )
+            for item in items:
+                walk(item, depth + 1)
+
+    walk(payload, 0, top=True)
+    full = "\n".join(found)
+    if len(full) <= text.HEAD + text.TAIL:
+        return full
+    return full[: text.HEAD] + text.GAP + full[len(full) - text.TAIL :]
+
+
 @settings(max_examples=400)
-@given(head=HEADS, payload=JSON, limit=st.integers(1, 120), depth=st.integers(0, 4))
-def test_the_walks_agree_on_generated_json_under_small_budgets(head, payload, limit, depth) -> None:
-    with limits(limit, depth):
-        assert text.native.payload_text(head, payload) == text.python_payload_text(head, payload)
+@given(
+    head=HEADS,
+    payload=JSON,
+    limit=st.integers(1, 120),
+    tail=st.one_of(st.none(), st.integers(0, 40)),
+    depth=st.integers(0, 4),
+)
+def test_the_walks_agree_on_generated_json_under_small_budgets(head, payload, limit, tail, depth) -> None:
+    with limits(limit, depth, None if tail is None else min(tail, limit)):
+        python = text.python_payload_text(head, payload)
+        assert text.native.payload_text(head, payload) == python
+        assert python == joined_then_cut(head, payload)
+
+
+LONG = st.builds(
+    lambda word, n, last: f"{word} " * n + last,
+    st.sampled_from(["ok", "日本", "x_y"]),
+    st.integers(0, 9000),
+    st.text(max_size=20),
+)
+
+
+@settings(max_examples=100)
+@given(
+    head=HEADS,
+    payload=st.recursive(
+        st.one_of(STRINGS, LONG),
+        lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(KEYS, inner, max_size=5)),
+        max_leaves=12,
+    ),
+)
+def test_the_walks_agree_on_long_generated_json_under_the_real_budget(head, payload) -> None:
+    python = text.python_payload_text(head, payload)
+    assert text.native.payload_text(head, payload) == python == joined_then_cut(head, payload)
+
+
+@pytest.mark.parametrize("size", [16_000, 16_001, 50_000, 1_000_000])
+def test_the_walks_keep_the_same_end_of_a_long_tool_output(size) -> None:
+    output = "start " + "x" * (size - 30) + " AssertionError"
+    for payload in ({"results": [output], "call_id": "c"}, [{"a": "one"}, output, {"b": ["two"]}], output):
+        assert text.native.payload_text("tool_result", payload) == text.python_payload_text(
+            "tool_result", payload
+        )
 
 
 @settings(max_examples=200)
@@ -86,9 +150,9 @@ def test_the_walks_agree_on_generated_json_under_the_real_budget(head, payload) 
 
 
 def test_a_head_as_long_as_the_budget_leaves_no_room_for_a_string_payload() -> None:
-    with limits(10, 24):
-        assert text.native.payload_text("k" * 10, "abc") == "k" * 10
-        assert text.native.payload_text("k" * 9, "abc") == "k" * 9 + "\n"
+    with limits(10, 24, tail=0):
+        assert text.native.payload_text("k" * 10, "abc") == "k" * 10 + text.GAP
+        assert text.native.payload_text("k" * 9, "abc") == "k" * 9 + "\n" + text.GAP
         for payload, head in itertools.product(
             ("abcdefghij", "abc", "data:x", ""), ("k" * 9, "k" * 10, "k" * 13)
         ):
