@@ -9,18 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import DurationField, ExpressionWrapper, F, Value
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Value
 from django.db.models.functions import Coalesce
+
+from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
 
 from .models import Anchor, Tape
 from .phase_tally import lead_from_dict
 
-# Why a family's phases show no tokens (formats/*.md): where it reports none per model call.
-USAGE_NOTES = {
-    "nanobot": "nanobot keeps only its last turn's usage (see the context budget), none per phase",
-    "yachiyo": "yachiyo records no token usage",
-    "araliya": "araliya's transcript records no token usage",
+# Why anchors under these names start no phase (NON_PHASE_PREFIXES): said where the table leaves them out.
+NOT_PHASES = {
+    "memory/": (
+        "each marks a version of the memory zone, written with every memory change, not a phase of the work"
+    ),
+    "spill/": "each holds a piece of an entry spilled aside, not a phase of the work",
 }
+NAMES_SHOWN = 3  # the names of a group of left-out anchors shown; past them, the group's prefix
+
 # The phase table's sorts: the query's ordering, and the same as a key of a Phase (for phase 0).
 SORTS = ("index", "entries", "tokens", "duration", "calls", "errors")
 
@@ -131,3 +136,28 @@ def ranked(tape: Tape, sort: str, limit: int = 100) -> list[Phase]:
 
 def count(tape: Tape) -> int:
     return max(tape.phase_count, 0) + (1 if tape.lead_phase else 0)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Anchors the phase table leaves out, by what their names start with: how many, and why."""
+
+    prefix: str
+    count: int
+    names: tuple[tuple[str, int], ...]  # each name and its count; empty past NAMES_SHOWN names
+    why: str
+
+
+def left_out(tape: Tape) -> list[LeftOut]:
+    """The tape's anchors that are no phase boundary (a memory zone's, a spill's), grouped."""
+    anchors = Anchor.objects.filter(tape=tape, phase=False)
+    found = []
+    for prefix in NON_PHASE_PREFIXES:
+        group = anchors.filter(name__startswith=prefix)
+        names = list(group.values_list("name").annotate(n=Count("pk")).order_by("name")[: NAMES_SHOWN + 1])
+        if not names:
+            continue
+        few = len(names) <= NAMES_SHOWN  # else a spill's names, one per piece: counted, not listed
+        total = sum(n for _, n in names) if few else group.count()
+        found.append(LeftOut(prefix, total, tuple(names) if few else (), NOT_PHASES.get(prefix, "")))
+    return found

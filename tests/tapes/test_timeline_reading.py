@@ -170,7 +170,8 @@ def test_only_the_last_page_polls_for_new_entries(viewer_client, realistic) -> N
     first = timeline(viewer_client, realistic)
     assert "live-edge" not in first and "live-badge" not in first
     end = timeline(viewer_client, realistic, "?end=1")
-    poll = f'hx-get="/tapes/{realistic.key}/tail?after=97&amp;seen={realistic.size}" hx-trigger="every 1s"'
+    # The poll says where the page starts (tapes.live: it takes entries up to a live page's worth).
+    poll = f'hx-get="/tapes/{realistic.key}/tail?after=97&amp;first=48&amp;seen={realistic.size}" hx-trigger="every 1s"'
     assert poll in end and 'id="live-badge"' in end
     htmx = timeline(viewer_client, realistic, "?end=1", HTTP_HX_REQUEST="true")
     assert htmx.lstrip().startswith('<section id="entries"') and poll in htmx
@@ -184,12 +185,12 @@ def test_the_tail_answers_204_while_the_file_is_unchanged(viewer_client, realist
 def test_the_tail_brings_what_was_appended_and_the_next_poll(viewer_client, realistic, served) -> None:
     path = served["samples"] / "session_realistic.jsonl"
     append_line(path, message(98, "Fresh off the human", role="user"))
-    r = viewer_client.get(f"/tapes/{realistic.key}/tail", {"after": 97, "seen": realistic.size})
+    r = viewer_client.get(f"/tapes/{realistic.key}/tail", {"after": 97, "first": 48, "seen": realistic.size})
     html = r.content.decode()
     assert r.status_code == 200 and "<html" not in html
     assert shown(html) == [98] and "Fresh off the human" in html and turn(html, "Turn 7") == [98]
     size = Path(path).stat().st_size
-    assert f'hx-get="/tapes/{realistic.key}/tail?after=98&amp;seen={size}"' in html
+    assert f'hx-get="/tapes/{realistic.key}/tail?after=98&amp;first=48&amp;seen={size}"' in html
 
     append_line(path, message(99, "half an answer")[:30])
     html = viewer_client.get(f"/tapes/{realistic.key}/tail", {"after": 98, "seen": size}).content.decode()
@@ -206,7 +207,7 @@ def test_the_tail_of_a_replaced_file_stops_following(viewer_client, realistic, s
     path = served["samples"] / "session_realistic.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:10]))
-    r = viewer_client.get(f"/tapes/{realistic.key}/tail", {"after": 97, "seen": realistic.size})
+    r = viewer_client.get(f"/tapes/{realistic.key}/tail", {"after": 97, "first": 48, "seen": realistic.size})
     html = r.content.decode()
     assert (
         r.status_code == 200

@@ -17,7 +17,6 @@ from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
 from tapeview.sources.model import content_text
-from tapeview.sources.nanobot import SUMMARY_ANCHOR
 from tapeview.tapes.phase_tally import anchor_state
 from tapeview.tapes.transcript import output_text
 
@@ -36,12 +35,6 @@ _md = (
     .enable("strikethrough")
     .disable("image")
 )
-# Why a family's tapes show no token total, or what the total they show is (formats/*.md).
-USAGE_NOTES = {
-    "nanobot": "nanobot keeps only its last turn's usage (_last_usage): the tokens of that turn",
-    "yachiyo": "yachiyo records no token usage",
-    "araliya": "araliya's transcript records no token usage",
-}
 
 
 @register.filter
@@ -139,11 +132,6 @@ def output(content: Any, failed: bool = False) -> str:
     return output_text(content, bool(failed))
 
 
-@register.filter
-def usage_note(tape: Any) -> str:
-    return USAGE_NOTES.get(getattr(tape, "kind", ""), "")
-
-
 @register.simple_tag
 def count(n: int | None, url: str, id: str = "", **params: Any) -> str:
     """A count as a link to what it counts (`url?params`); nothing to show for zero, so no link."""
@@ -187,7 +175,7 @@ def entry_card(context: template.Context, item: Any, entry: Any) -> dict:
         "md": urls["md"] + segment,
     }
     # A nanobot checkpoint is an anchor card among the anchors alone; on the timeline, a message.
-    listed = context.get("only") == "anchors" and entry.anchor == SUMMARY_ANCHOR
+    listed = context.get("only") == "anchors" and entry.anchor_only
     card["anchor_card"] = entry.readable and not entry.truncated and (kind == "anchor" or listed)
     if card["anchor_card"]:
         card["name"] = entry.anchor or entry.name

@@ -11,7 +11,7 @@ from django.http import HttpRequest, QueryDict
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import phases, pictures
+from .. import phases, pictures, usage
 from ..forms import PhaseSortForm
 from ..models import Tape
 
@@ -34,7 +34,7 @@ def phase_table(request: HttpRequest, tape: Tape, query: QueryDict | None = None
         "phase_sort": sort,
         "phase_query": query,
         "phase_total": phases.count(tape),
-        "usage_note": phases.USAGE_NOTES.get(tape.kind, ""),
+        "usage_note": usage.phase_note(tape.kind),
     }
 
 
@@ -54,6 +54,7 @@ def _drawn(tape: Tape, sort: str) -> dict:
         "phase_rows_html": _rows_html(tape, sort, rows, digests),
         "phase_shown": len(rows),
         "tokens_known": any(p.tokens is not None for p in rows),
+        "phase_left_out": phases.left_out(tape),
         "phase_bars_svg": _bars(tape, first, shown),
     }
 

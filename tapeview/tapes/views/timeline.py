@@ -15,19 +15,13 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.vary import vary_on_headers
 
-from .. import budget, context, export, lineage, lookup, pictures, raw, timeline
-from ..api.cursor import BadCursor, decode, encode
-from ..forms import (
-    ContextForm,
-    LineageForm,
-    TimelineForm,
-)
+from .. import budget, context, export, live, lookup, pictures, raw, timeline, turn_state
+from ..forms import ContextForm, TimelineForm
 from ..models import Anchor, Tape
 from .cards import Cards
 from .phase_table import PHASE_ROWS, phase_table
 
 KEPT_SECONDS = 600  # as the pictures: what is kept changes only when the tape's index does
-LINEAGE_PAGE_SIZE = 100
 
 
 @vary_on_headers("HX-Request", "HX-Target")
@@ -64,12 +58,14 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         if page.last_pos is not None
         else min(where.get("after") or 0, tape.next_pos - 1),
         "live_empty": not page.items,  # no pagers yet: its poller asks for them with the first entries
+        "page_first": page.first_pos,  # its poller says where the page starts: it takes a page's worth
     }
     if request.htmx:
         return _render(request, "tapes/tape_detail.html#entries", ctx)
     ctx["attachments"] = attachments = list(tape.attachments.order_by("role", "name"))
     ctx["has_memory"] = _has_memory(tape, attachments)
     ctx["budget"] = budget.measure(tape, page.index)
+    ctx["mid_turn"] = turn_state.mid_turn(tape, page.index)  # the header's "Hand off…" waits, as the budget's
     return _render(request, "tapes/tape_detail.html", {**ctx, **phase_table(request, tape)})
 
 
@@ -85,29 +81,37 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
     partial `tapes/tape_detail.html#live` (the new entries and the next poller), or 204 while
     the file is still the `?seen=` bytes the reader has."""
     tape = lookup.find_tape(key)
-    form = TimelineForm(request.GET)
+    form = live.TailForm(request.GET)
     form.is_valid()
-    after, seen, empty = (form.cleaned_data.get(k) for k in ("after", "seen", "empty"))
+    after, seen, empty, first = (form.cleaned_data.get(k) for k in ("after", "seen", "empty", "first"))
     if after is None:
         problem = " ".join(form.errors.get("after", ["It is missing."]))
         raise BadRequest(f"?after= is the position of the last entry shown, a whole number: {problem}")
     if seen is not None and tape.size == seen:
         return HttpResponse(status=204)
-    page = timeline.page(tape, after=after)
+    appended = timeline.page(tape, after=after)
     # What was appended can move the budget (a reported prompt, an anchor): sent again out of band.
-    moved = budget.moved_by(tape, [item.entry for item in page.items])
-    measured = budget.measure(tape, page.index) if moved else None
+    moved = budget.moved_by(tape, [item.entry for item in appended.items])
+    measured = budget.measure(tape, appended.index) if moved else None
+    # The reader's page takes them up to a page of entries; past that, it says how many are newer.
+    fit = live.fit(tape, appended, first, after)
+    page = fit.page
     ctx = {
         **_entries(tape, page, ("after", after), None, ""),
         "after": page.last_pos or after,
+        "page_first": fit.first,
+        "newer": fit.newer,
+        "pager": fit.pager or page,
         # A shorter file was replaced or cut: positions may name other entries now; stop following.
         "replaced": seen is not None and tape.size < seen,
         "budget": measured,
+        # With the budget (what moves it moves this too), the header's "Hand off…": one row read.
+        "mid_turn": turn_state.mid_turn(tape, page.index) if moved else False,
         # The reader's page showed no entries: with the first, its pagers (and no "no entries" note).
         "first_entries": empty and bool(page.items),
         "live_empty": empty and not page.items,
     }
-    if page.items and tape.phase_count < PHASE_ROWS:
+    if appended.items and tape.phase_count < PHASE_ROWS:
         # The phase the tape ends in grew (or a new one began): the table again, from the anchor rows.
         # Past a page of phases the table shows the first ones: a reload shows the newest.
         ctx.update(phase_table(request, tape, _page_query(request)))
@@ -197,28 +201,6 @@ def _urls(tape: Tape) -> dict[str, str]:
         "jsonl": reverse("tapes:tape_export", args=(tape.key, "jsonl")),
         "md": reverse("tapes:tape_export", args=(tape.key, "md")),
     }
-
-
-def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
-    """The chain of a session's handoffs, archives first, each state diffed with the one before.
-
-    Template `tapeview/tape_lineage.html`.
-    """
-    tape = lookup.find_tape(key)
-    form = LineageForm(request.GET)
-    cursor = form.cleaned_data.get("cursor") if form.is_valid() else None
-    try:
-        after = decode(cursor, {"t": int, "pos": int}) if cursor else None
-        found, more = lineage.links(tape, (after["t"], after["pos"]) if after else None, LINEAGE_PAGE_SIZE)
-    except BadCursor:
-        raise Http404("no such page of this lineage") from None
-    last = found[-1] if found else None
-    ctx = {
-        "tape": tape,
-        "links": found,
-        "next_cursor": encode({"t": last.place, "pos": last.anchor.pos}) if more and last else None,
-    }
-    return render(request, "tapes/tape_lineage.html", ctx)
 
 
 def _has_memory(tape: Tape, attachments: list[Tape]) -> bool:

@@ -1,0 +1,37 @@
+"""What each agent family records of its token usage (formats/*.md), decided and worded once: for
+the tape's header, the session list and the phase table."""
+
+from __future__ import annotations
+
+# Families whose files hold no token usage at all: their pages say so in words, not as dashes.
+UNRECORDED = {
+    "yachiyo": "yachiyo records no token usage",
+    "araliya": "araliya's transcript records no token usage",
+}
+# Families that record some usage, but not per model call: what their tape's total is (the tape),
+# and why their phases show none (the phase table).
+PARTIAL = {
+    "nanobot": {
+        "tape": "nanobot keeps only its last turn's usage (_last_usage): the tokens of that turn",
+        "phase": "nanobot keeps only its last turn's usage (see the context budget), none per phase",
+    },
+}
+
+
+def records_tokens(kind: str) -> bool:
+    return kind not in UNRECORDED
+
+
+def unrecorded(kind: str) -> str:
+    """What the tape's header says in place of its token figures, or "" where the family records them."""
+    return "" if records_tokens(kind) else f"not recorded by {kind}"
+
+
+def tape_note(kind: str) -> str:
+    """Why a tape's token total is missing, or what the one it shows is ("": nothing to say)."""
+    return UNRECORDED.get(kind) or PARTIAL.get(kind, {}).get("tape", "")
+
+
+def phase_note(kind: str) -> str:
+    """Why a tape's phases show no tokens ("": the family reports them; these phases had none)."""
+    return UNRECORDED.get(kind) or PARTIAL.get(kind, {}).get("phase", "")
