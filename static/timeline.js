@@ -301,15 +301,22 @@
     }
     if (event.detail.target && event.detail.target.id === "entries") {
       // A page brought by htmx (pager, jump form): show the entry jumped to.
+      // The page names the entry jumped to: a card drawn before for another reader may not carry
+      // the `target` class, as on a jump within the page already shown.
       current = null;
-      const target = document.querySelector("#entries .target");
-      if (target) reveal(target);
+      const entries = document.getElementById("entries");
+      const jumped = entries && entries.dataset.jump ? document.getElementById(`e${entries.dataset.jump}`) : null;
+      const target = jumped || document.querySelector("#entries .target");
+      if (target) {
+        target.classList.add("target");
+        reveal(target);
+      }
     }
   }
 
   function onVisibility() {
     const badge = document.getElementById("live-badge");
-    if (!badge) return;
+    if (!badge || badge.classList.contains("stopped")) return; // the file was replaced: no more following
     const away = document.visibilityState === "hidden";
     badge.classList.toggle("paused", away);
     badge.textContent = away ? "❚❚ paused" : "● live";

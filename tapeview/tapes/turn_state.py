@@ -16,7 +16,8 @@ def mid_turn(tape: Tape, index: Rows | None = None) -> bool:
     budget's `mid_turn` (turn_end.last_turn_end), without looking back for where the turn began."""
     if tape.kind != "bub" or tape.role != "tape":
         return False  # no handoff is offered on these tapes (handoff.refusal)
-    return pictures.cached("mid-turn", tape, lambda: _mid_turn(tape, index))
+    # Bytes past the last indexed line: the agent is writing one (a handoff now gets 409 busy).
+    return tape.pending_bytes > 0 or pictures.cached("mid-turn", tape, lambda: _mid_turn(tape, index))
 
 
 def _mid_turn(tape: Tape, index: Rows | None) -> bool:

@@ -113,6 +113,17 @@ def test_jump_by_time_opens_the_first_entry_at_or_after_it(page: Page, timeline:
     expect(page.locator("#e97")).to_be_attached()
 
 
+def test_jump_to_an_entry_on_the_page_already_shown_scrolls_to_it(page: Page, timeline: str) -> None:
+    page.goto(timeline)
+    form = page.locator("form.jump")
+    for at in ("40", "1", "30", "2"):
+        page.mouse.wheel(0, 780 if at in ("1", "2") else -780)  # the reader has moved since
+        form.get_by_label("Jump to entry").fill(at)
+        form.get_by_role("button", name="Go").click()
+        expect(page).to_have_url(re.compile(rf"at={at}\b"))
+        expect(page.locator(f"#e{at}")).to_be_in_viewport()
+
+
 def test_keys_move_through_entries_anchors_and_errors(page: Page, timeline: str) -> None:
     page.goto(timeline)
     page.keyboard.press("j")

@@ -38,7 +38,9 @@ def test_the_form_says_why_a_reserved_name_is_refused(operator_client, served, i
     assert Path(tape.path).read_bytes() == before
 
 
-def test_a_tape_bub_0_2_named_is_not_offered_a_handoff_and_says_why(writer, settings, tmp_path, idle) -> None:
+def test_a_tape_bub_0_2_named_is_not_offered_a_handoff_and_says_why(
+    writer, operator_client, settings, tmp_path, idle
+) -> None:
     root = tmp_path / "tapes"
     root.mkdir()
     orphan = root / f"{'a' * 32}__bub%3A{'0b871d5e50e7c192'}.jsonl"
@@ -55,3 +57,7 @@ def test_a_tape_bub_0_2_named_is_not_offered_a_handoff_and_says_why(writer, sett
     assert orphan.read_bytes() == before
     current = Tape.objects.get(rel="9d11f561157e98d3__0b871d5e50e7c192.jsonl")
     assert writer.get(f"/api/tapes/{current.key}").json()["handoff"] is True
+    # The tape's page offers no "Hand off…", only why not; the current tape's page offers it.
+    page = operator_client.get(f"/tapes/{old.key}/").content.decode()
+    assert 'id="handoff-link"' not in page and "Why no handoff here?" in page
+    assert 'id="handoff-link"' in operator_client.get(f"/tapes/{current.key}/").content.decode()

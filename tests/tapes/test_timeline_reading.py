@@ -215,6 +215,11 @@ def test_the_tail_of_a_replaced_file_stops_following(viewer_client, realistic, s
         and "live-edge" not in html
         and shown(html) == []
     )
+    # At the top too, where the reader looks: the live badge says it no longer follows.
+    badge = re.search(
+        r'<span class="live-badge stopped" id="live-badge" hx-swap-oob="true"[^>]*>(.*?)</span>', html
+    )
+    assert badge and "not following: the file was replaced" in badge.group(1)
 
 
 @pytest.mark.parametrize("query", ["", "?after=x", "?after=-1", "?seen=10"])

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.vary import vary_on_headers
 
-from .. import budget, context, export, live, lookup, pictures, raw, timeline, turn_state
+from .. import budget, context, export, handoff, live, lookup, pictures, raw, timeline, turn_state
 from ..forms import ContextForm, TimelineForm
 from ..models import Anchor, Tape
 from .cards import Cards
@@ -66,6 +66,7 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
     ctx["has_memory"] = _has_memory(tape, attachments)
     ctx["budget"] = budget.measure(tape, page.index)
     ctx["mid_turn"] = turn_state.mid_turn(tape, page.index)  # the header's "Hand off…" waits, as the budget's
+    ctx["handoff_offered"] = not handoff.refusal(tape)
     return _render(request, "tapes/tape_detail.html", {**ctx, **phase_table(request, tape)})
 
 
@@ -107,6 +108,7 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         "budget": measured,
         # With the budget (what moves it moves this too), the header's "Hand off…": one row read.
         "mid_turn": turn_state.mid_turn(tape, page.index) if moved else False,
+        "handoff_offered": not handoff.refusal(tape),
         # The reader's page showed no entries: with the first, its pagers (and no "no entries" note).
         "first_entries": empty and bool(page.items),
         "live_empty": empty and not page.items,
