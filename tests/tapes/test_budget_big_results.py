@@ -133,4 +133,6 @@ def test_the_tape_api_says_a_handoff_would_wait_while_a_line_is_being_written(
     with open(tape.path, "a") as f:
         f.write('{"id": 999, "kind": "message", "payload": {"role": "assist')
     body = writer.get(f"/api/tapes/{tape.key}").json()
-    assert body["handoff"] is True and body["handoff_wait"].startswith("busy: an unfinished line ends the tape")
+    assert body["handoff"] is True and body["handoff_wait"].startswith(
+        "busy: an unfinished line ends the tape"
+    )
