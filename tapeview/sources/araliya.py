@@ -13,11 +13,14 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
 
 from . import documents
+from .araliya_sessions import _memory_dirs as _memory_dirs  # the folders the Sources page says are read
+from .araliya_sessions import detect as detect
+from .araliya_sessions import discover as discover
+from .araliya_sessions import kv_summary as kv_summary
 from .documents import DocumentUnreadable
-from .model import ContextMessage, Entry, TapeFile, TapeNotFound
+from .model import ContextMessage, Entry, TapeNotFound
 from .raw_bytes import open_file
 from .raw_bytes import read_raw as read_raw  # the contract's byte reader, the same for every kind
 
@@ -32,129 +35,6 @@ WHITE_SPACE = (
 )
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 SPLIT_OFF = "a content line starting with '### ' was split off by araliya's reader"
-
-
-def _memory_dirs(root: Path) -> list[Path]:
-    """The memory dirs under a source root: itself, an identity dir's, or each identity dir's."""
-    if (root / "sessions.json").is_file() or (root / "sessions").is_dir() and root.name == "memory":
-        return [root]
-    if (root / "memory" / "sessions.json").is_file():
-        return [root / "memory"]
-    try:
-        children = sorted(p for p in root.iterdir() if p.is_dir())
-    except OSError:
-        return []
-    return [p / "memory" for p in children if (p / "memory" / "sessions.json").is_file()]
-
-
-def detect(root: Path) -> bool:
-    return bool(_memory_dirs(root))
-
-
-def discover(root: Path) -> list[TapeFile]:
-    """Every session of each sessions.json (oldest first), then session dirs it does not list."""
-    found = []
-    for memory in _memory_dirs(root):
-        sessions, problem = _read_sessions(memory / "sessions.json")
-        listed = sorted(sessions.items(), key=lambda kv: (_scalar(_field(kv[1], "created_at")), kv[0]))
-        for sid, info in listed:
-            found.append(_tape(root, memory, sid, _field(info, "last_agent"), problem))
-        try:
-            extra = sorted(
-                p.name for p in (memory / "sessions").iterdir() if p.is_dir() and p.name not in sessions
-            )
-        except OSError:
-            extra = []
-        for sid in extra:
-            found.append(_tape(root, memory, sid, None, problem or "not listed in sessions.json"))
-    return found
-
-
-def _field(info: object, key: str) -> object:
-    return info.get(key) if isinstance(info, dict) else None
-
-
-def _scalar(value: object) -> str:
-    # Not str() of a list or object: one nested 1,000 deep would overflow repr's recursion.
-    return f"<{type(value).__name__}>" if isinstance(value, (list, dict)) else str(value)
-
-
-def _tape(root: Path, memory: Path, sid: str, agent: object, note: str) -> TapeFile:
-    safe = sid not in ("", ".", "..") and "/" not in sid and "\\" not in sid
-    folder = memory / "sessions" / (sid if safe else quote(sid, safe=""))
-    path = folder / "transcript.md"
-    notes = [note] if note else []
-    if not safe:
-        notes.append("the id is not a plain folder name: not read")
-    elif not folder.is_dir():
-        notes.append("its session folder is gone")
-    elif not path.is_file():
-        notes.append("no transcript.md yet")
-    notes.append(_kv_note(folder / "kv.json"))
-    label = f"{sid} ({agent if isinstance(agent, str) else 'no agent'})"
-    return TapeFile(
-        path.relative_to(root).as_posix(),
-        path,
-        sid,
-        label=label,
-        append_only=False,
-        note="; ".join(n for n in notes if n),
-    )
-
-
-def _read_json(path: Path) -> object:
-    """A JSON file as araliya's serde_json reads it: strictly (no lone surrogates, no NaN). A
-    FileNotFoundError passes through; DocumentUnreadable says why the file cannot be read."""
-    try:
-        return _parse_file(path)
-    except DocumentUnreadable as exc:
-        if not exc.torn:
-            raise
-    # araliya writes with a plain truncate-then-write: a torn read may be a write in flight.
-    return _parse_file(path)
-
-
-def _parse_file(path: Path) -> object:
-    try:
-        return documents.parse(documents.read_bytes(path))
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise DocumentUnreadable(exc.strerror or str(exc)) from None
-
-
-def _read_sessions(path: Path) -> tuple[dict, str]:
-    try:
-        doc = _read_json(path)
-    except FileNotFoundError:
-        return {}, "no sessions.json"
-    except DocumentUnreadable as exc:
-        return {}, f"sessions.json is unreadable ({exc.problem})"
-    sessions = doc.get("sessions") if isinstance(doc, dict) else None
-    return (sessions, "") if isinstance(sessions, dict) else ({}, "sessions.json is unreadable")
-
-
-def _kv_note(path: Path) -> str:
-    try:
-        kv = _read_json(path)
-    except FileNotFoundError:
-        return ""
-    except DocumentUnreadable as exc:
-        return f"kv.json is unreadable ({exc.problem})"
-    entries, values = (kv.get("entries"), kv.get("values")) if isinstance(kv, dict) else (None, None)
-    # serde_json wants string keys: anything else is no key araliya could hold.
-    if isinstance(entries, list):
-        keys = len({e.get("key") for e in entries if isinstance(e, dict) and isinstance(e.get("key"), str)})
-    elif isinstance(values, dict):  # the layout of araliya after 447744f (§B.7): kv_get reads `values`
-        keys = len(values)
-    else:
-        return "kv.json is malformed" if isinstance(kv, dict) else "kv.json is unreadable"
-    return f"kv: {kv_summary(keys, kv.get('cap'))}"
-
-
-def kv_summary(keys: int, cap: object) -> str:
-    """How a kv.json is counted wherever Tapeview shows one: "3 keys (cap 200)"."""
-    return f"{keys} key{'s' * (keys != 1)} (cap {cap if isinstance(cap, int) else '?'})"
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:

@@ -30,6 +30,7 @@ from .model import (
     Entry,
     TapeFile,
     TapeNotFound,
+    shown_call,
     unreadable,
 )
 from .raw_bytes import open_file, skip_line
@@ -162,7 +163,9 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
     with open_file(path) as f:
         for pos, offset, length in spans:
             f.seek(offset)
-            if length > DISPLAY_PARSE_LIMIT:
+            if length > SCAN_PARSE_LIMIT:  # as the index read it, from its head: it says why it is no entry
+                out.append(big_line(f.read(DISPLAY_PREVIEW_BYTES), pos, offset, length))
+            elif length > DISPLAY_PARSE_LIMIT:
                 out.append(too_big(f.read(DISPLAY_PREVIEW_BYTES), pos, offset, length))
             else:
                 out.append(parse_line(f.read(length), pos, offset))
@@ -197,7 +200,8 @@ def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
             messages.append(ContextMessage(p.get("role", ""), p.get("content"), e.pos))
         elif e.kind == "tool_call":
             pending = p.get("calls") if isinstance(p.get("calls"), list) else []
-            messages.append(ContextMessage("assistant", p.get("content") or "", e.pos, tool_calls=pending))
+            shown = [shown_call(c) for c in pending]
+            messages.append(ContextMessage("assistant", p.get("content") or "", e.pos, tool_calls=shown))
         elif e.kind == "tool_result":
             results = p.get("results") if isinstance(p.get("results"), list) else []
             for i, result in enumerate(results):

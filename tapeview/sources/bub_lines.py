@@ -17,7 +17,13 @@ from .model import DISPLAY_PREVIEW_BYTES, Entry, unreadable
 PREVIEW_BYTES = 600
 # Entries bigger than this are not parsed for display; their first bytes are shown instead.
 DISPLAY_PARSE_LIMIT = 2 * 1024 * 1024
-_HEAD = re.compile(rb'^\{"id": (-?\d{1,18}), "kind": "([A-Za-z_.\-]{1,40})"')
+# Bub writes `id` and `kind` first; with json.dumps' default separators or compact ones (any JSON
+# whitespace), as its reader would read the line either way.
+_WS = rb"[ \t\r]*"
+_HEAD = re.compile(
+    rb"^" + _WS + rb"\{" + _WS + rb'"id"' + _WS + rb":" + _WS + rb"(-?\d+)" + _WS + rb","
+    + _WS + rb'"kind"' + _WS + rb":" + _WS + rb'"([A-Za-z0-9_.\-]{1,40})"'
+)  # fmt: skip
 NON_PHASE_PREFIXES = ("memory/", "spill/")
 FIRST_ID, LAST_ID = -(2**63), 2**63 - 1  # an id past 64 bits is unreadable
 GLUE_MARK = b'{"id": '
@@ -74,7 +80,7 @@ def parsed_line(obj: object, raw: bytes, pos: int, offset: int) -> Entry:
             or bool(name == "loop.result" and data.get("error"))
         )
         usage = data.get("usage") if name == "run" else None
-        if isinstance(usage, dict):
+        if python_json.reports_usage(usage):
             tokens = _int(usage.get("total_tokens"))
             prompt_tokens = _int(usage.get("prompt_tokens"))
             details = usage.get("prompt_tokens_details")
@@ -143,14 +149,23 @@ def _unreadable(raw: bytes, pos: int, offset: int, problem: str) -> Entry:
 def big_line(head: bytes, pos: int, offset: int, length: int) -> Entry:
     """A line too long to parse, indexed by what its head says (Bub writes `id` and `kind` first)."""
     m = _HEAD.match(head)
-    if m is None:
-        return unreadable(
-            pos, offset, length, f"a line of {length:,} bytes without an entry's head", preview(head)
-        )
+    why = _headless(m, length)
+    if why:
+        return unreadable(pos, offset, length, why, preview(head))
     entry = too_big(head, pos, offset, length)
     entry.id, entry.kind = int(m[1]), m[2].decode()
     entry.is_error = entry.kind == "error"
     return entry
+
+
+def _headless(m: re.Match | None, length: int) -> str:
+    """Why a line too long to read whole is no entry, from its head; "" when its head makes one."""
+    whole = f"a line of {length:,} bytes, too long to read whole,"
+    if m is None:
+        return f"{whole} that does not begin with an entry's id and kind"
+    if len(m[1].lstrip(b"-")) > 18 or not FIRST_ID <= int(m[1]) <= LAST_ID:
+        return f"{whole} whose id is past 64 bits"
+    return ""
 
 
 def too_big(head: bytes, pos: int, offset: int, length: int) -> Entry:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from . import araliya, yachiyo
+from . import araliya_sessions, yachiyo
 from .nanobot_files import workspace_of
 from .paths import Refusal
 
@@ -38,7 +38,7 @@ READ: dict[str, Callable[[Path], list[Path]]] = {
     "bub": lambda root: [],  # a Bub tapes folder is flat: Bub never looks into a subfolder
     "nanobot": _nanobot,
     "yachiyo": _yachiyo,
-    "araliya": lambda root: araliya._memory_dirs(root),
+    "araliya": lambda root: araliya_sessions._memory_dirs(root),
 }
 WHY = {
     "bub": "Bub keeps its tapes directly in the tapes folder, never in a subfolder",

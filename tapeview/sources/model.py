@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -82,6 +83,7 @@ class TapeFile:
     label: str | None = None  # a human label known from the name alone
     append_only: bool = True  # False: the agent rewrites the file wholesale
     note: str = ""  # what the user should know about this file (e.g. "no longer loaded")
+    refused: str = ""  # why it is not read at all (the Sources page names it): an id that is no safe name
 
 
 # Not frozen: a frozen dataclass's __init__ costs three times as much, and indexing builds
@@ -157,9 +159,36 @@ class ContextMessage:
 
     @property
     def chars(self) -> int:
-        return len(content_text(self.content)) + sum(
-            len(c.get("function", {}).get("arguments") or "") for c in self.tool_calls or []
-        )
+        return len(content_text(self.content)) + sum(map(_arguments_chars, self.tool_calls or []))
+
+
+MALFORMED_CALL = "(malformed tool call)"  # the name a call no model could have been sent is shown by
+
+
+def shown_call(call: Any) -> Any:
+    """A tool call as the context shows it: one that is not an object whose function is an object
+    with a name (null, a number, `"function": "x"` in a hand-edited file) is named MALFORMED_CALL,
+    what was written in its place (the call, or its function) shown as its arguments."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+        return call
+    written = fn if isinstance(call, dict) else call
+    ident = call_id(call.get("id")) if isinstance(call, dict) else None
+    shown = {"name": MALFORMED_CALL, "arguments": _json_text(written)}
+    return {"id": ident, "type": "function", "function": shown}
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # nested past what the encoder follows, or a cycle
+        return "(not shown: nested too deeply to write as JSON)"
+
+
+def _arguments_chars(call: Any) -> int:
+    fn = call.get("function") if isinstance(call, dict) else None
+    arguments = fn.get("arguments") if isinstance(fn, dict) else None
+    return len(arguments) if isinstance(arguments, str) else len(_json_text(arguments)) if arguments else 0
 
 
 def call_id(value: Any) -> str | int | None:

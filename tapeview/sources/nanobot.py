@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, ContextMessage, Entry
+from .model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, ContextMessage, Entry, shown_call
 from .nanobot_files import detect, discover, key_from_stem
 from .nanobot_lines import big_line, is_empty_assistant, is_int, parse_line, replay_text, tool_calls_of
 from .raw_bytes import capped_lines, open_file, read_raw
@@ -205,7 +205,7 @@ def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
                 role,
                 content,
                 e.pos,
-                tool_calls=[c for c in calls if _is_call(c)] if isinstance(calls, list) else None,
+                tool_calls=[shown_call(c) for c in calls if _is_call(c)] if isinstance(calls, list) else None,
                 tool_call_id=record.get("tool_call_id"),
                 name=record.get("name"),
             )

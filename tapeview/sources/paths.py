@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,6 +32,16 @@ class Refusal:
 def shown_name(path: Path) -> str:
     """A file's name as text a page can show: bytes that are not UTF-8 as escapes (\\xff)."""
     return os.fsencode(path.name).decode("utf-8", "backslashreplace")
+
+
+def quoted(sid: str, limit: int = 80) -> str:
+    """A session id as a page shows it: in quotes, bounded, its control characters escaped (\\u0000)
+    and nothing else (a page escapes its markup)."""
+    text = CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}", sid[:limit])
+    return f'"{text}"' + ("…" if len(sid) > limit else "")
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # no name a page or the index can hold as it is
 
 
 def within(root: Path, path: Path) -> bool:
@@ -75,10 +86,10 @@ def _utf8(text: str) -> bool:
 
 
 def admit(root: Path, files: Iterable[TapeFile]) -> tuple[list[TapeFile], list[Refusal]]:
-    """The files that may be read, and the refusals of the others."""
+    """The files that may be read, and the refusals of the others (and of those the reader refused)."""
     kept, refused = [], []
     for f in files:
-        why = refusal(root, f.path)
+        why = f.refused or refusal(root, f.path)
         if why is None:
             kept.append(f)
         else:

@@ -57,10 +57,26 @@ def without_lone_surrogates(obj: Any) -> Any:
     return [without_lone_surrogates(v) for v in obj] if isinstance(obj, list) else obj
 
 
+TOKEN_LIMIT = 2**40  # no plausible token count reaches this (tapes/_lane.c keeps the same limit)
+
+
+def is_count(value: object) -> bool:
+    """Whether an agent wrote a usable token count: a non-negative int of a plausible size. Not a
+    string, a float, a negative number or a hostile file's 2**70 (it would overflow the index's sums)."""
+    return type(value) is int and 0 <= value < TOKEN_LIMIT
+
+
 def count(value: object) -> int:
-    """A token count an agent wrote: an int of a plausible size, else 0 (a hostile file's 2**70
-    would overflow the index's sums)."""
-    return value if type(value) is int and -(2**40) < value < 2**40 else 0
+    """A token count an agent wrote, else 0 (see is_count)."""
+    return value if is_count(value) else 0
+
+
+def reports_usage(usage: object) -> bool:
+    """Whether a Bub run's usage says anything: it gives a usable total or prompt count. One that
+    gives neither (strings, negatives, 10**30) is as if absent: the tape shows its tokens unknown."""
+    return type(usage) is dict and (
+        is_count(usage.get("total_tokens")) or is_count(usage.get("prompt_tokens"))
+    )
 
 
 def dumps(value: Any) -> bytes:

@@ -16,6 +16,7 @@ from urllib.parse import quote, unquote
 from . import documents
 from .documents import DocumentUnreadable
 from .model import ContextMessage, Entry, TapeFile, TapeNotFound, call_id
+from .paths import CONTROL, quoted
 from .python_json import LONE_SURROGATE, without_lone_surrogates
 from .raw_bytes import read_raw as read_raw  # the contract's byte reader (unused: entries have no bytes)
 from .yachiyo_entries import as_text, body, decode_result, flatten, obj, result_failed
@@ -25,6 +26,7 @@ PREVIEW_BYTES = 600
 TITLE_UNITS = 40  # yachiyo's title: the first user message's first 40 UTF-16 units (formats §A.3)
 FIRST_MESSAGE = 300  # characters of it the index keeps (Tape.first_message), for the hover
 SAFE = "-_.!~*'()"  # what JS encodeURIComponent leaves alone
+NAME_MAX = 255  # bytes of a file name on the file systems an agent runs on
 
 
 def detect(root: Path) -> bool:
@@ -49,6 +51,11 @@ def discover(root: Path) -> list[TapeFile]:
     found, seen = [], set()
     for sid, summary in index.items():
         path = store / "sessions" / (quote(sid, safe=SAFE) + ".json")
+        why = refused_id(sid, summary, path.name)
+        if why:  # named on the Sources page, never listed as a session
+            index_file = store / "index.json"
+            found.append(TapeFile(index_file.relative_to(root).as_posix(), index_file, sid, refused=why))
+            continue
         title = summary.get("title") if isinstance(summary, dict) else None
         label = f"{_marked(title)} · {sid}" if isinstance(title, str) and title else sid
         note = "" if path.is_file() else "listed in index.json but its file is gone (yachiyo answers 404)"
@@ -59,9 +66,22 @@ def discover(root: Path) -> list[TapeFile]:
     files = sorted(p for p in (store / "sessions").glob("*.json") if p.name not in seen)
     note = problem or "not listed in index.json: yachiyo's session list does not show it"
     for path in files:
-        rel = path.relative_to(root).as_posix()
-        found.append(TapeFile(rel, path, unquote(path.stem), append_only=False, note=note))
+        rel, sid = path.relative_to(root).as_posix(), unquote(path.stem)
+        why = refused_id(sid, {}, path.name)  # a file named `nul%00x.json`: no id the index can hold
+        found.append(TapeFile(rel, path, sid, append_only=False, note=note, refused=why))
     return found
+
+
+def refused_id(sid: str, summary: object, file_name: str) -> str:
+    """Why a session of index.json is not read ("" when it is). Any string is a yachiyo id (its file
+    name is the id encoded, formats §A.4: a slash or ".." stays inside the store), but not one with a
+    control character (no name a page or the index can hold), nor one too long for a file name."""
+    shown = quoted(sid)
+    if CONTROL.search(sid) or len(file_name.encode("utf-8", "surrogatepass")) > NAME_MAX:
+        return f"session {shown}: a session id that is not a safe name: not read"
+    if not isinstance(summary, dict):
+        return f"session {shown}: its entry is not an object: not read"
+    return ""
 
 
 def _read_index(path: Path) -> tuple[dict, str]:

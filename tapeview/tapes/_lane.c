@@ -367,11 +367,17 @@ static int is_key(cur key, Py_ssize_t len, const char *name) {
 }
 
 /* python_json.count: an int of a plausible size, else 0. */
-static int64_t token_count(Span v) {
+/* python_json.is_count: a non-negative integer below TOKEN_LIMIT (-1: not one) */
+static int64_t sane_count(Span v) {
     int integer;
     int64_t value;
-    if (!v.p || !number_end(v.p, v.end, &integer, &value) || integer != 1) return 0;
-    return (value > -TOKEN_LIMIT && value < TOKEN_LIMIT) ? value : 0;
+    if (!v.p || !number_end(v.p, v.end, &integer, &value) || integer != 1) return -1;
+    return (value >= 0 && value < TOKEN_LIMIT) ? value : -1;
+}
+
+static int64_t token_count(Span v) { /* python_json.count */
+    int64_t value = sane_count(v);
+    return value < 0 ? 0 : value;
 }
 
 /* ---- dates: datetime.fromisoformat of the forms Bub writes (shared with search/_text.c) ------ */
@@ -420,6 +426,8 @@ static int read_event(Found *f, Line *L, int labels, int errors) {
     if (!has_data || !model_event) return 1;
     if (is_string(f->at[S_MODEL]) && !plain_string(f->at[S_MODEL], &L->model, &L->model_len)) return 0;
     if (!is_key(name, name_len, "run") || !is_object(f->at[S_USAGE])) return 1;
+    /* python_json.reports_usage: a usage with neither a usable total nor prompt is as if absent */
+    if (sane_count(f->at[S_TOTAL]) < 0 && sane_count(f->at[S_PROMPT]) < 0) return 1;
     L->usage = 1;
     L->tokens = token_count(f->at[S_TOTAL]), L->prompt = token_count(f->at[S_PROMPT]);
     L->cached = is_object(f->at[S_DETAILS]) ? token_count(f->at[S_CACHED]) : 0;

@@ -20,7 +20,7 @@ import orjson
 
 from tapeview.sources.bub_lines import FIRST_ID, LAST_ID, NON_PHASE_PREFIXES
 from tapeview.sources.python_json import count as token_count
-from tapeview.sources.python_json import exact
+from tapeview.sources.python_json import exact, reports_usage
 
 from .bulk import AnchorRow
 from .models import Tape, state_preview
@@ -245,7 +245,7 @@ def _model_and_usage(tape: Tape, phase, name: str, data: dict) -> None:
     if type(model) is str and model:
         phase.model = tape.model = model[:200]
     usage = data.get("usage") if name == "run" else None
-    if type(usage) is not dict:
+    if not reports_usage(usage):
         return
     tokens, prompt = _int(usage.get("total_tokens")), _int(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")

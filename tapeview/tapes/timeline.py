@@ -140,6 +140,7 @@ def read_rows(tape: Tape, rows: list[Row]) -> list[Entry]:
                 truncated=True,
                 is_error=r.is_error,
                 context=r.context,
+                problem=e.problem,
             )
         out.append(e)
     return out

@@ -363,7 +363,7 @@ def build_yachiyo(root: Path) -> dict[str, str]:
 # araliya --------------------------------------------------------------------------------------
 
 ARALIYA_ID = f"{NAME_QUOTES}"  # a plain folder name (no slash) that araliya would load
-ARALIYA_UNSAFE_ID = f"../{SCRIPT}"  # listed, never read: not a folder name
+ARALIYA_UNSAFE_ID = f"../{SCRIPT}"  # refused on the Sources page, never read: not a folder name
 
 
 def _transcript(entries: list[tuple[str, str, str]]) -> str:

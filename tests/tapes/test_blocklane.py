@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tapeview.sources import bub_lines
 from tapeview.sources.model import SCAN_PARSE_LIMIT
-from tapeview.sources.python_json import count
+from tapeview.sources.python_json import count, reports_usage
 from tapeview.tapes import blocklane, fastlane, packing
 from tapeview.tapes.phase_tally import model_of
 from tests.conftest import FIXTURES
@@ -117,7 +117,7 @@ def _plain(raw: bytes, labels: bool) -> Taken | None:
         found_model = data.get("model")
         model = found_model if type(found_model) is str and found_model else None
         used = data.get("usage") if name == "run" else None
-        if type(used) is dict:
+        if reports_usage(used):
             details = used.get("prompt_tokens_details")
             cached = count(details.get("cached_tokens")) if type(details) is dict else 0
             usage = (count(used.get("total_tokens")), count(used.get("prompt_tokens")), cached)

@@ -43,6 +43,8 @@ def _rect(cls: str, x: float, y: float, w: float, h: float, fill: str, opacity: 
     # Plain text, no format_html: every value is a number or one of this module's words (escaped
     # all the same, as django's escape does), and a draw makes hundreds of them.
     shade = f' fill-opacity="{html.escape(opacity)}"' if opacity else ""
+    # Never a negative size, whatever an index built from a hostile file holds: a browser refuses one.
+    w, h = max(w, 0), max(h, 0)
     return mark_safe(
         f'<rect class="{html.escape(cls)}" x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" '
         f'height="{_num(h)}" fill="{html.escape(fill)}"{shade}/>'
@@ -155,9 +157,9 @@ def strip(data: Marks, width: int = 1000) -> SafeString:
 
 
 def cache_hit_rate(p: Phase) -> float | None:
-    if not p.prompt_tokens or p.cached_tokens is None:
+    if not p.prompt_tokens or p.prompt_tokens < 0 or p.cached_tokens is None:
         return None
-    return min(p.cached_tokens / p.prompt_tokens, 1.0)
+    return min(max(p.cached_tokens / p.prompt_tokens, 0.0), 1.0)
 
 
 def _phase_title(p: Phase) -> str:
@@ -179,8 +181,9 @@ BARS_W = CACHE_X + CACHE_W
 
 
 def _phase_row(p: Phase, y: int, peak: int) -> SafeString:
-    prompt = TOKENS_W * (p.prompt_tokens or 0) / peak
-    completion = TOKENS_W * (p.completion_tokens or 0) / peak
+    # An index built before usage had to be a sane count (python_json.is_count) may hold negatives.
+    prompt = TOKENS_W * max(p.prompt_tokens or 0, 0) / peak
+    completion = TOKENS_W * max(p.completion_tokens or 0, 0) / peak
     rate = cache_hit_rate(p)
     shapes = [
         _rect("pic-hit", 0, y - 2, BARS_W, ROW, "transparent"),
@@ -205,7 +208,7 @@ def phase_bars(found: Sequence[Phase], total: int | None = None) -> SafeString:
     if not any(p.tokens is not None for p in found):
         return mark_safe("")
     shown, total = len(found), total if total is not None else len(found)
-    peak = max(p.tokens or 0 for p in found) or 1
+    peak = max(max(p.prompt_tokens or 0, 0) + max(p.completion_tokens or 0, 0) for p in found) or 1
     of = f" of {total:,}" if total > shown else ""
     words = (
         f"tokens per phase (prompt and completion) and cache hit rate, for {_plural(shown, 'phase')}{of}; "
