@@ -10,6 +10,20 @@ from . import versions
 from .history import AGENT, LineOrigin, Source, Step, collapse
 from .kinds import kind_of
 from .models import MemoryStore
+from .stores.model import Snapshot, StoreError
+
+# Blame matches every version's lines against the next and shows a row per line: past this, the
+# page and its work grow without bound (a 20 MB paste took minutes and hundreds of MB of HTML).
+BLAMED = 256 * 1024
+
+
+class TooLong(StoreError):
+    """The content is past BLAMED characters: no blame is worked out (the API's 400)."""
+
+
+def blames(snap: Snapshot) -> bool:
+    """Whether blame is worked out for this content (within BLAMED characters)."""
+    return len(snap.text) <= BLAMED
 
 
 @dataclass(frozen=True)
@@ -24,8 +38,15 @@ class BlameLine:
 
 
 def blame(store: MemoryStore) -> list[BlameLine]:
-    """Every line of the store's current content, attributed (StoreError if the file is unreadable)."""
+    """Every line of the store's current content, attributed (StoreError if the file is unreadable,
+    TooLong past BLAMED characters)."""
     snap = versions.snapshot(store)
+    if not blames(snap):
+        raise TooLong(
+            f"{store.title} is {len(snap.text):,} characters long: who wrote each line is worked out for "
+            f"up to {BLAMED:,} characters (a page of that many lines is already long). Compare its "
+            "versions instead, or download it."
+        )
     adapter = kind_of(store)
     steps = collapse(adapter.history(store))
     if not steps or steps[-1].text != snap.text:

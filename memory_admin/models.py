@@ -51,9 +51,17 @@ class Revision(models.Model):
     version = models.CharField(max_length=64)
     text = models.TextField()
     seen_at = models.DateTimeField(auto_now_add=True)
-    origin = models.CharField(max_length=20, default="seen")  # seen | written | restored
+    origin = models.CharField(max_length=20, default="seen")  # seen | written | restored | NOT_TEXT
 
-    SUMMARIES = {"seen": "seen on disk", "written": "written through Tapeview"}
+    # Seen on disk in a file that is not UTF-8 text: `text` is it decoded (U+FFFD for the bytes that
+    # are not UTF-8), not its bytes, so it is never written back as if it were the file.
+    NOT_TEXT = "seen, not text"
+    SUMMARIES = {
+        "seen": "seen on disk",
+        "written": "written through Tapeview",
+        NOT_TEXT: "seen on disk, not UTF-8 text: kept as shown (U+FFFD for the bytes that are not UTF-8), "
+        "not byte for byte, so it cannot be restored",
+    }
 
     class Meta:
         ordering = ["-seen_at", "-id"]

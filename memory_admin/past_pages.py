@@ -9,7 +9,7 @@ from django.shortcuts import render
 
 from . import asof, versions
 from .api import find_store
-from .blame import blame
+from .blame import TooLong, blame
 from .forms import AsOfForm
 from .kinds import kind_of
 from .models import MemoryStore
@@ -21,12 +21,15 @@ def store_blame(request: HttpRequest, key: str) -> HttpResponse:
     """Each line of a store's content with the version that introduced it, when, and who wrote it.
 
     Template `memory_admin/store_blame.html`: `store`, `adapter` (its `blame_note` says what the
-    family does not record), `lines` (blame.BlameLine); an unreadable store gets `problem` instead.
+    family does not record), `lines` (blame.BlameLine); an unreadable store gets `problem` instead,
+    one too long to blame `too_long` (400 both).
     """
     store = find_store(key)
     ctx = {"store": store, "adapter": kind_of(store)}
     try:
         lines = blame(store)
+    except TooLong as exc:
+        return render(request, "memory_admin/store_blame.html", {**ctx, "too_long": str(exc)}, status=400)
     except StoreError as exc:
         return render(request, "memory_admin/store_blame.html", {**ctx, "problem": str(exc)}, status=400)
     return render(request, "memory_admin/store_blame.html", {**ctx, "lines": lines})

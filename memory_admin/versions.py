@@ -35,7 +35,7 @@ class DiffPair:
 def snapshot(store: MemoryStore, origin: str = "seen") -> Snapshot:
     """The store's content now; a version not seen before is kept as a revision (StoreError if unreadable)."""
     snap = kind_of(store).read(store)
-    remember(store, snap.version, snap.text, origin, snap)
+    remember(store, snap.version, snap.text, Revision.NOT_TEXT if snap.not_text else origin, snap)
     return snap
 
 

@@ -22,13 +22,14 @@ from tapeview.tapes.models import Tape
 from . import diff, export, past_pages, versions, writes
 from .api import find_store, queue_write
 from .api.schemas import conflict
+from .blame import blames
 from .catalog import refresh_stat, sync_stores
 from .conflicts import Describe
 from .forms import AsOfForm, DiffForm, StoreListForm, TextEditForm
 from .kinds import BubZone, kind_of
 from .models import MemoryStore
 from .outcomes import saved, stale_page
-from .stores.model import Snapshot, StaleEdit, StoreError
+from .stores.model import Snapshot, StaleEdit, StoreError, edit_problem, not_text_note
 from .templatetags.memory import markdown
 
 
@@ -82,7 +83,10 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
         return render(request, "memory_admin/store_detail.html", ctx)
     ctx.update(adapter.page_context(store, snap, filters))
     listed = versions.page_list(store)  # after the snapshot: it keeps the current version
-    ctx.update(snap=snap, edits_text=adapter.takes_text(store), restores=adapter.restores(store))
+    # A file that is not text is shown, never rewritten; one too long to edit may still be restored.
+    ctx.update(snap=snap, edits_text=adapter.takes_text(store) and not edit_problem(store.title, snap))
+    ctx.update(restores=not snap.not_text and adapter.restores(store), blames=blames(snap))
+    ctx.update(not_text=not_text_note(store.title, snap.not_text) if snap.not_text else "")
     ctx.update(size=adapter.size(store, snap))
     ctx.update(listed=listed, versions=listed.choices, restored=versions.restored(store, snap.version))
     return render(request, "memory_admin/store_detail.html", ctx)
@@ -99,6 +103,8 @@ def store_edit(request: HttpRequest, key: str) -> HttpResponse:
     if not kind_of(store).takes_text(store):
         raise Http404("this store is not edited as text")
     snap = versions.snapshot(store)
+    if why := edit_problem(store.title, snap):  # refused before a form is shown, GET or POST
+        return refused(request, store, StoreError(why))
     form = TextEditForm(request.POST or None, initial={"text": snap.text, "base_version": snap.version})
     if request.method == "POST" and form.is_valid() and "preview" not in request.POST:
         text, base = form.cleaned_data["text"], form.cleaned_data["base_version"]

@@ -94,8 +94,11 @@ def _own_figures(store: MemoryStore, snap: Snapshot | None) -> dict:
 
 def _detail(store: MemoryStore, snap: Snapshot, now: Snapshot | None = None) -> dict:
     adapter = kind_of(store)
+    out = _store_out(store, now)
+    out["long_term"] = out["long_term"] and not (now and now.not_text)  # shown, never rewritten
     return {
-        **_store_out(store, now),
+        **out,
+        "not_text": snap.not_text or None,
         "content": snap.text,
         "long_term_text": adapter.long_term_text(snap),
         "daily": adapter.daily(snap),

@@ -68,6 +68,11 @@ class StoreOut(Schema):
 
 class StoreDetailOut(StoreOut):
     content: str = Field(description="the whole store as text (for a Bub zone: long-term, then the notes)")
+    not_text: str | None = Field(
+        None,
+        description="why the file is not UTF-8 text (which byte), where it is not: `content` is it decoded "
+        "(U+FFFD for bytes that are not UTF-8) and Tapeview does not rewrite it (`long_term` is false)",
+    )
     long_term_text: str | None = Field(description="what PUT .../long-term replaces, where it applies")
     daily: dict[str, str] | None = Field(description="a Bub zone's notes by day")
     as_of: datetime | None = Field(

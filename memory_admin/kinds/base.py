@@ -25,6 +25,7 @@ class VersionChoice:
     summary: str = ""  # what changed, as the store page says it
     by: str = ""  # who made it, where the store records that apart from Tapeview (a git commit's author)
     holds: str = ""  # the version of the text it holds, where that is not `version` (a commit's); "" unknown
+    exact: bool = True  # its text is the file's bytes (False: a file that was not UTF-8 text, decoded)
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,9 @@ class StoreKind:
                 f"{r.seen_at:%Y-%m-%d %H:%M:%S} · {r.origin} · {r.version[:8]}",
                 r.seen_at,
                 r.summary,
+                exact=r.origin != r.NOT_TEXT,
             )
-            for r in store.revisions.all()
+            for r in store.revisions.defer("text")  # a list of versions needs none of their texts
         ]
 
     def version_list(self, store: MemoryStore) -> VersionList:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, timedelta
 from pathlib import Path
 
@@ -11,9 +11,9 @@ from django.core.cache import cache
 
 from ..forms import HistoryForm
 from ..history import Source, Step, by_operator, write_audits
-from ..models import MemoryStore
+from ..models import MemoryStore, Revision
 from ..stores import nanobot_git, nanobot_history, nanobot_memory
-from ..stores.model import Snapshot, StoreError, version_of
+from ..stores.model import MAX_TEXT, Snapshot, StoreError, version_of
 from ..stores.nanobot_git import Version
 from .base import StoreKind, VersionChoice, VersionList, after
 
@@ -23,6 +23,7 @@ COMMITS_BLAMED = 500  # the commits blame and "as of" walk back through (Dream c
 TAPEVIEW = nanobot_git.IDENTITY.decode()
 SAME_WRITE = timedelta(seconds=2)  # a file written and committed at once, in git's whole seconds
 KEPT_SECONDS = 7 * 24 * 3600  # what a commit holds, kept: a commit never changes
+SHOWN = 256 * 1024  # the characters of a text its page shows, as a tape's page shows a bounded part
 
 
 class NanobotText(StoreKind):
@@ -114,11 +115,44 @@ class NanobotText(StoreKind):
     def long_term_text(self, snap: Snapshot) -> str:
         return snap.text
 
+    def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
+        """`shown`: the head of the text the page shows (whole lines, within SHOWN characters);
+        `too_long`: past what its edit page opens."""
+        return {"shown": head(snap.text, SHOWN), "too_long": len(snap.text) > MAX_TEXT}
+
     def write_long_term(self, store: MemoryStore, text: str, base_version: str, editor: str) -> None:
         nanobot_memory.write(store.ref(), text, base_version, editor=editor)
 
     def restore(self, store: MemoryStore, version: str, base_version: str, editor: str) -> None:
-        self.write_long_term(store, self.version_text(store, version), base_version, editor)
+        """Write a version back, only where its text is the file's bytes as they were."""
+        if commit := self.commit_of(version):
+            text = nanobot_memory.text_at(store.ref(), commit, exact=True) or ""
+        elif store.revisions.filter(version=version, origin=Revision.NOT_TEXT).exists():
+            why = "was not UTF-8 text; Tapeview kept it decoded, not its bytes, so it cannot write it back"
+            raise StoreError(f"That version of {store.title} {why}.")
+        else:
+            text = self.version_text(store, version)
+        self.write_long_term(store, text, base_version, editor)
+
+
+@dataclass(frozen=True)
+class Head:
+    """The part of a long text a page shows: `text`, of `total` characters (`cut`: not all of them)."""
+
+    text: str
+    total: int
+
+    @property
+    def cut(self) -> bool:
+        return len(self.text) < self.total
+
+
+def head(text: str, limit: int) -> Head:
+    """The text up to `limit` characters, ending at a line's end where one is within the limit."""
+    if len(text) <= limit:
+        return Head(text, len(text))
+    end = text.rfind("\n", 0, limit) + 1
+    return Head(text[: end or limit], len(text))
 
 
 def _holds(store: MemoryStore, commit_ids: list[str]) -> dict[str, str]:

@@ -43,6 +43,43 @@ def text_problem(text: str) -> str | None:
     return None
 
 
+def not_text(data: bytes | None) -> str:
+    """Why a file's bytes are not text Tapeview rewrites, in the user's words; "" where they are.
+
+    A file that is not UTF-8 (or holds a NUL: a binary file, which a browser's form turns into
+    U+FFFD) cannot go through a text editor and back unchanged: rewriting it would replace the bytes
+    the editor never saw, so such a file is shown, not rewritten.
+    """
+    if not data:
+        return ""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte {exc.start:,} (0x{data[exc.start]:02X}) is not UTF-8"
+    nul = data.find(b"\x00")
+    return f"byte {nul:,} is a NUL (0x00): a binary file" if nul >= 0 else ""
+
+
+def not_text_note(title: str, why: str) -> str:
+    """What the page and the API say of a file that is not text, and why it is not rewritten."""
+    return (
+        f"{title} is not UTF-8 text ({why}). It is shown with U+FFFD where bytes are not UTF-8, and "
+        "Tapeview will not rewrite it, so the file keeps its bytes as they are."
+    )
+
+
+def edit_problem(title: str, snap: Snapshot) -> str:
+    """Why the edit page does not open this text (not text, or past MAX_TEXT); "" where it does."""
+    if snap.not_text:
+        return not_text_note(title, snap.not_text)
+    if len(snap.text) > MAX_TEXT:
+        return (
+            f"{title} is {len(snap.text):,} characters long, past the {MAX_TEXT:,} a memory store is edited "
+            "up to here: it is shown, not edited. Download it from its page, or restore an earlier version."
+        )
+    return ""
+
+
 # One "busy, retry" error for tapes and memory files alike.
 StoreBusy = TapeBusy
 
@@ -67,6 +104,7 @@ class Snapshot:
     version: str  # sha256 of the file's bytes (first 16 hex), or "missing"
     text: str  # a canonical text rendering (for diffs, search and restore)
     items: list = field(default_factory=list)  # kind-specific parsed items (entries, kv pairs, ...)
+    not_text: str = ""  # why the file is not text Tapeview rewrites (not_text); "" where it is
 
 
 def version_of(data: bytes | None) -> str:

@@ -16,7 +16,7 @@ from tapeview.sources.nanobot_files import workspace_of
 
 from . import locks, nanobot_git, nanobot_history
 from .files import read_bytes, replace_if_unchanged
-from .model import Snapshot, StoreError, StoreRef, version_of
+from .model import Snapshot, StoreError, StoreRef, not_text, not_text_note, text_problem, version_of
 from .nanobot_git import Version
 from .nanobot_history import HISTORY, LEGACY_HISTORY
 
@@ -69,15 +69,16 @@ def read(ref: StoreRef) -> Snapshot:
     data = read_bytes(ref.path)
     text = "" if data is None else data.decode("utf-8", errors="replace")
     items = nanobot_history.parse(ref, data or b"") if ref.kind == HISTORY_KIND else []
-    return Snapshot(version_of(data), text, items)
+    return Snapshot(version_of(data), text, items, not_text(data))
 
 
 def write(ref: StoreRef, text: str, expected_version: str, *, editor: str = "") -> str:
     """Replace the file with `text` if it is still at `expected_version`; return the new version.
 
-    Raises StoreError for a read-only store and StaleEdit (with the agent's current text) when the
-    file changed meanwhile; then nothing is written. In a workspace with nanobot's git store the
-    edit of a tracked file is committed as Tapeview's; a failed commit leaves the edit saved.
+    Raises StoreError for a read-only store, a text with a NUL or a file that is not UTF-8 text
+    (model.not_text: its bytes are kept), and StaleEdit (with the agent's current text) when the file
+    changed meanwhile; then nothing is written. In a workspace with nanobot's git store the edit of a
+    tracked file is committed as Tapeview's; a failed commit leaves the edit saved.
     """
     if not ref.editable:
         raise StoreError(f"{ref.title} is read only here: nanobot appends to it while it runs")
@@ -86,6 +87,8 @@ def write(ref: StoreRef, text: str, expected_version: str, *, editor: str = "") 
     # The commit is made under the lock too, so commits land in the order the file was replaced.
     with locks.hold(ref.path):
         current = read_bytes(ref.path)
+        if why := not_text(current):
+            raise StoreError(not_text_note(ref.title, why) + " Nothing was written.")
         data = _encode(text, current)
         if current == data and version_of(current) == expected_version:
             return expected_version
@@ -108,8 +111,9 @@ def versions(ref: StoreRef, limit: int | None = None) -> list[Version]:
     return nanobot_git.file_versions(workspace, ref.key, limit)
 
 
-def text_at(ref: StoreRef, commit_id: str) -> str | None:
-    """The file's text at a commit (None if it did not exist there); StoreError for an unknown commit."""
+def text_at(ref: StoreRef, commit_id: str, *, exact: bool = False) -> str | None:
+    """The file's text at a commit (None if it did not exist there); StoreError for an unknown commit,
+    and with `exact` for a commit whose file is not UTF-8 text (its text would not be its bytes)."""
     workspace = _workspace(ref)
     if not nanobot_git.is_managed(workspace):
         raise StoreError(f"{ref.owner} has no git store")
@@ -117,6 +121,9 @@ def text_at(ref: StoreRef, commit_id: str) -> str | None:
         data = nanobot_git.file_at(workspace, ref.key, commit_id)
     except nanobot_git.GitStoreError as exc:
         raise StoreError(str(exc)) from None
+    if exact and (why := not_text(data)):
+        at = f"{ref.title} at commit {commit_id[:8]}"
+        raise StoreError(f"{at} is not UTF-8 text ({why}): Tapeview cannot write it back byte for byte")
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
@@ -181,6 +188,8 @@ def _workspace(ref: StoreRef) -> Path:
 
 def _encode(text: str, current: bytes | None) -> bytes:
     """UTF-8, keeping the file's line endings (LF or CRLF) and whether it ends with a newline."""
+    if "\x00" in text:  # never written: a file with one would be refused an edit (model.not_text)
+        raise StoreError(text_problem(text) or "")
     current = current or b""
     crlf = b"\r\n" in current and current.count(b"\r\n") == current.count(b"\n")
     if crlf:

@@ -27,6 +27,17 @@ def markdown(text: str, top: int = 2) -> str:
     return mark_safe(_md.renderer.render(tokens, _md.options, {}))
 
 
+# C0 controls but tab and the line ends, and DEL, as their Control Pictures: a binary file's bytes
+# must not reach the HTML raw (a NUL there is a parse error, the others invisible).
+_PICTURES = {c: 0x2400 + c for c in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20))} | {0x7F: 0x2421}
+
+
+@register.filter
+def visible(text: str) -> str:
+    """The text with its control characters shown as symbols (NUL as ␀), not sent to the page raw."""
+    return (text or "").translate(_PICTURES)
+
+
 @register.filter
 def stamp(value: object) -> str:
     """A time an agent stored as text, shown as the site shows times; text that is no time, as it is."""

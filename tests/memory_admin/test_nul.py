@@ -1,5 +1,6 @@
 """U+0000 in a memory file, which PostgreSQL's text cannot hold: the store still reads, keeps its
-versions, is searched and edited (the character is kept as U+FFFD by the database only)."""
+versions and is searched (the character is kept as U+FFFD by the database only); a text file with one
+is shown, not rewritten (test_not_text)."""
 
 from __future__ import annotations
 

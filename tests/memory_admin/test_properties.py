@@ -188,7 +188,7 @@ memory_files = st.one_of(
         st.sampled_from(["\n", "\r\n"]),
         st.booleans(),
     ),
-    st.binary(max_size=40),  # not UTF-8 at all: read with replacement characters, still writable
+    st.binary(max_size=40),  # maybe not UTF-8 text: read with replacement characters, never rewritten
 )
 
 
@@ -215,6 +215,13 @@ def test_nanobot_memory_write_reads_back_with_the_files_line_endings(
                 before if ref.path.exists() else None
             )
 
+            if snap.not_text:
+                # Not UTF-8 text (or binary): its bytes would not survive an edit, so none is written.
+                refuses(StoreError, ref.path, nanobot_memory.write, ref, text, snap.version)
+                break
+            if "\x00" in text:  # a NUL is never written: the file would then be refused every edit
+                refuses(StoreError, ref.path, nanobot_memory.write, ref, text, snap.version)
+                continue
             # A stale version is refused and writes nothing.
             refuses(StaleEdit, ref.path, nanobot_memory.write, ref, text, "0" * 16)
 
