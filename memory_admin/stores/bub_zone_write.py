@@ -78,6 +78,8 @@ def add_daily(
     def grew(base: Zone | None, now_zone: Zone | None) -> bool:
         before = base.daily.get(key, "") if base else ""
         after = now_zone.daily.get(key, "") if now_zone else ""
+        if after != before and (after.endswith(f"\n{text}") or after == f"# {key}\n\n{text}"):
+            return False  # this very note was added since: a Save sent twice, not a second note
         return not before or after == before or after.startswith(before + "\n")
 
     def change(zone: Zone | None, _: list[Zone]) -> tuple[str, dict[str, str]]:

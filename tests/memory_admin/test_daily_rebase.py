@@ -98,6 +98,14 @@ def test_an_append_on_a_version_the_file_no_longer_holds_is_stale(hand: Path) ->
     assert hand.read_bytes() == before
 
 
+def test_the_same_note_sent_twice_from_one_version_is_written_once(hand: Path) -> None:
+    first = add_daily(hand, "Call Bob.", 8, day=DAY, **QUIET)
+    with pytest.raises(StaleEdit):  # a Save clicked twice: the second is told, not written again
+        add_daily(hand, "Call Bob.", 8, day=DAY, **QUIET)
+    assert bub_zone.current_zone(hand).version == first.version
+    assert note_of(hand).count("Call Bob.") == 1
+
+
 def test_appends_made_at_once_on_one_version_all_land_in_turn(hand: Path) -> None:
     writers = 6
     start = threading.Barrier(writers)
