@@ -13,6 +13,7 @@ from .model import (
     Entry,
     TapeBusy,
     TapeFile,
+    TapeMoved,
     TapeNotFound,
     WriteFailed,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "SourceSpec",
     "SourceSpecError",
     "TapeBusy",
+    "TapeMoved",
     "TapeFile",
     "Refusal",
     "TapeNotFound",

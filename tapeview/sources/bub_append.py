@@ -19,7 +19,7 @@ from typing import Any
 from .bub_format import encode as encode  # the writers of zones encode with it too
 from .bub_tail import MID_TURN_RETRY, read_tail
 from .bub_tail import is_terminal as is_terminal  # imported from here by tests/tapes/agent.py
-from .model import AgentStopped, AppendState, TapeBusy, TapeNotFound, WriteFailed
+from .model import AgentStopped, AppendState, TapeBusy, TapeMoved, TapeNotFound, WriteFailed
 
 ORIGIN = "tapeview"
 KEYS = ("id", "kind", "payload", "meta")
@@ -124,11 +124,13 @@ def handoff(
     stopped_seconds: float = STOPPED_SECONDS,
     allow_stopped: bool = False,
     now: Callable[[], float] = time.time,
+    after: int | None = None,
 ) -> list[dict]:
     """Append an anchor and its `handoff` event, as Bub's `tape.handoff` writes them, in one write.
 
     `allow_stopped`: write even when the agent looks stopped (see `append`); TapeBusy still
-    comes when it is really mid-turn and recently active.
+    comes when it is really mid-turn and recently active. `after`: the id of the entry the caller
+    saw last; TapeMoved, nothing written, when the idle tape's last entry is another (0: none).
     """
     date = now_iso or datetime.now(UTC).isoformat()
     meta = {"origin": ORIGIN}
@@ -137,6 +139,8 @@ def handoff(
         anchor_payload["state"] = state
 
     def build(nid: int) -> list[dict]:
+        if after is not None and nid - 1 != after:
+            raise TapeMoved(after, nid - 1)
         return [
             {"id": nid, "kind": "anchor", "payload": anchor_payload, "meta": meta, "date": date},
             {

@@ -33,6 +33,14 @@ class TapeBusy(Exception):
         self.retry_after = retry_after
 
 
+class TapeMoved(Exception):
+    """The tape's last entry is not the one the writer was told to write after: nothing was written."""
+
+    def __init__(self, seen: int, now: int) -> None:
+        super().__init__(f"the tape ends at id {now}, not {seen}")
+        self.seen, self.now = seen, now
+
+
 class AgentStopped(TapeBusy):
     """The agent stopped mid-turn long ago, or looks so: nothing was written.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import re
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,11 +13,11 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
-from tapeview.sources import AppendState, bub_append
+from tapeview.sources import AppendState, TapeMoved, bub_append
 from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
-from tapeview.sources.bub_tail import read_tail
 
 from . import index
+from . import rows as index_rows
 from .models import Tape
 
 MAX_NAME = 200
@@ -89,9 +88,10 @@ def append_state(tape: Tape) -> AppendState:
 
 
 def last_id(tape: Tape) -> int:
-    """The id of the tape's last complete entry, read from its end (0 for an empty tape)."""
-    tail = read_tail(Path(tape.path), now=time.time, **_timing())
-    return tail.last.id if tail.last is not None else 0
+    """The id of the last readable entry the index holds of the tape (0: none): the end of what its
+    pages show, which a handoff is written after."""
+    last = index_rows.of(tape).where(readable=True).tail(1)
+    return (last[0].entry_id or 0) if last else 0
 
 
 def _timing() -> dict:
@@ -147,12 +147,12 @@ def write(
     # Who wrote it is not the caller's to say: the owner comes last, over any given in `state`.
     full_state = {**({"summary": summary} if summary else {}), **(state or {}), "owner": actor.name}
     with _one_writer(tape):
-        if after is not None and (now := last_id(tape)) != after:
-            raise HandoffStale(after, now)
         try:
             written = bub_append.handoff(
-                Path(tape.path), name, full_state, allow_stopped=confirm_stopped, **_timing()
+                Path(tape.path), name, full_state, allow_stopped=confirm_stopped, after=after, **_timing()
             )
+        except TapeMoved as moved:  # checked on the idle tape's end, after the busy rule
+            raise HandoffStale(moved.seen, moved.now) from None
         except ValueError as exc:  # a state Bub's line cannot hold as it reads it back: nothing written
             raise HandoffRefused(str(exc)) from None
     # From here on the handoff is on the tape: nothing may report it as not written, or a client

@@ -4,6 +4,7 @@ theirs is written after the first's; a service says where it looked with `after`
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -70,3 +71,16 @@ def test_the_api_writes_after_the_entry_named_and_answers_409_with_the_last_id_o
     assert path.read_bytes() == before
     assert writer.post(url, {"name": "phase/two", "after": seen + 2}).status_code == 201
     assert writer.post(url, {"name": "phase/three"}).status_code == 201  # without `after`, as before
+
+
+def test_a_tape_the_agent_just_wrote_is_busy_not_stale_and_the_form_stands_after_its_last_entry(
+    operator_client, writer, served, settings
+) -> None:
+    settings.TAPEVIEW_QUIET_SECONDS = 3600
+    tape = the_tape()
+    path = Path(tape.path)
+    os.utime(path)  # the agent wrote just now: the tape is settling for the quiet period
+    seen = last_id(path)
+    assert drawn_after(operator_client.get(f"/tapes/{tape.key}/handoff").content.decode()) == str(seen)
+    busy = writer.post(f"/api/tapes/{tape.key}/handoff", {"name": "phase/x", "after": seen})
+    assert busy.status_code == 409 and busy.json()["retry_after"] >= 1 and "last_id" not in busy.json()
