@@ -182,11 +182,12 @@ def shown_call(call: Any) -> Any:
         return call
     written = fn if isinstance(call, dict) else call
     ident = call_id(call.get("id")) if isinstance(call, dict) else None
-    shown = {"name": MALFORMED_CALL, "arguments": _json_text(written)}
+    shown = {"name": MALFORMED_CALL, "arguments": json_text(written)}
     return {"id": ident, "type": "function", "function": shown}
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A value as JSON text for display and counting, never raising (a nesting too deep says so)."""
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (RecursionError, ValueError):  # nested past what the encoder follows, or a cycle
@@ -196,7 +197,7 @@ def _json_text(value: Any) -> str:
 def _arguments_chars(call: Any) -> int:
     fn = call.get("function") if isinstance(call, dict) else None
     arguments = fn.get("arguments") if isinstance(fn, dict) else None
-    return len(arguments) if isinstance(arguments, str) else len(_json_text(arguments)) if arguments else 0
+    return len(arguments) if isinstance(arguments, str) else len(json_text(arguments)) if arguments else 0
 
 
 def call_id(value: Any) -> str | int | None:

@@ -5,13 +5,14 @@ counted so (text past the cap, a line too big to parse, entries left unread) is 
 from __future__ import annotations
 
 import bisect
+import re
 from functools import cached_property
 
 import numpy as np
 
 from tapeview.sources import Entry, reader
 from tapeview.sources.bub_lines import DISPLAY_PARSE_LIMIT
-from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, ContextMessage, content_text
+from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, ContextMessage, content_text, json_text
 
 from . import rows as index_rows
 from . import timeline, tokenizer
@@ -66,9 +67,12 @@ class Estimate:
             if e.truncated and e.readable and e.context and e.kind in SENT_KINDS:
                 self.capped, head = True, e.preview[:left]
                 left -= len(head)
-                tokens = tokenizer.count(head, self.encoding)
+                # Counted as sent (escapes read), per byte of the line as written; at most a token
+                # every CHARS_PER_TOKEN bytes, so a dense head cannot price the line past its size.
+                tokens = tokenizer.count(_unescaped(head), self.encoding)
                 rate = [rate[0] + tokens, rate[1] + len(head.encode())]
-                counted.append((e.pos, _by_rate(e.length, tokens, len(head.encode())) + MESSAGE_OVERHEAD))
+                priced = min(_by_rate(e.length, tokens, len(head.encode())), e.length // CHARS_PER_TOKEN)
+                counted.append((e.pos, priced + MESSAGE_OVERHEAD))
         # Entries never read are priced at the lower of the two rates: nothing of theirs was sampled.
         counted += [(pos, min(_by_rate(size, *rate), size // CHARS_PER_TOKEN)) for pos, size in self.unread]
         counted.sort(key=lambda c: c[0])
@@ -132,5 +136,27 @@ def _by_rate(size: int, tokens: int, sample: int) -> int:
 
 def _text(m: ContextMessage) -> str:
     calls = [c.get("function") for c in m.tool_calls or [] if isinstance(c, dict)]
-    parts = [f"{f.get('name') or ''}{f.get('arguments') or ''}" for f in calls if isinstance(f, dict)]
+    parts = [f"{f.get('name') or ''}{_arguments(f.get('arguments'))}" for f in calls if isinstance(f, dict)]
     return "\n".join([content_text(m.content), *parts])
+
+
+def _arguments(value: object) -> str:
+    # Not repr(): a readable line may nest a thousand levels deep, past what repr follows.
+    return value if isinstance(value, str) else json_text(value) if value else ""
+
+
+def _unescaped(head: str) -> str:
+    """A raw JSON line's head with its string escapes read (`\\u4e2d` is one character, as the
+    model is sent it): the sample a big line's tokens per byte are counted on."""
+    return _ESCAPE.sub(_unescape, head)
+
+
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.S)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _unescape(m: re.Match) -> str:
+    if m.group(1):
+        code = int(m.group(1), 16)
+        return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)  # half a pair: one character
+    return _SIMPLE.get(m.group(2), m.group(2))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tapeview.tapes import discovery, tokenizer
@@ -136,3 +137,24 @@ def test_the_tape_api_says_a_handoff_would_wait_while_a_line_is_being_written(
     assert body["handoff"] is True and body["handoff_wait"].startswith(
         "busy: an unfinished line ends the tape"
     )
+
+
+def test_a_huge_result_of_escaped_chinese_text_is_priced_as_the_model_reads_it(reader, served) -> None:
+    # Bub writes JSON with its default escapes: each character is six bytes (\u4e2d) in the line.
+    result = "中文测试结果，第一行。\n" * (3 * MB // 72)
+    k = write(served["samples"], "big_chinese", turn(result))
+    body = reader.get(f"/api/tapes/{k}/budget").json()
+    exact = tokenizer.count(result, "o200k_base")
+    assert exact // 3 <= body["tokens_since_anchor"] <= exact + 100  # was six times the exact count
+
+
+def test_a_tool_call_nested_a_thousand_deep_still_gets_its_budget(reader, viewer_client, served) -> None:
+    deep = "[" * 1000 + "]" * 1000  # orjson reads up to 1,024 levels: the line is readable
+    call = '{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": ' + deep + "}}"
+    head = '{"id": 4, "kind": "tool_call", "payload": {"calls": ['
+    lines = turn("done")
+    lines[3] = (head + call + ']}, "meta": {}, "date": "2026-11-22T01:00:04+00:00"}\n').encode()
+    assert orjson.loads(lines[3])["kind"] == "tool_call"
+    k = write(served["samples"], "deep_call", lines)
+    assert reader.get(f"/api/tapes/{k}/budget").status_code == 200
+    assert viewer_client.get(f"/tapes/{k}/").status_code == 200
