@@ -141,6 +141,11 @@ def test_the_anchors_and_unreadable_counts_open_their_own_timelines(viewer_clien
     assert "Only the anchors of this tape (4)" in html
     assert re.findall(r'class="anchor [^"]*" id="e(\d+)"', html) == ["1", "32", "45", "70"]
     assert "<article" not in html.split('id="entries"')[1]
+    with open(t.path, "a") as f:
+        f.write("{a line a crashed writer left\n")
+    html = viewer_client.get(f"/tapes/{t.key}/", {"unreadable": 1}).content.decode()
+    assert "Only the unreadable lines of this tape (1)" in html
+    assert "end of these unreadable lines" in html
 
 
 def test_the_pager_of_a_narrowed_timeline_keeps_the_narrowing(viewer_client, sources) -> None:
