@@ -116,16 +116,17 @@ def repeated(request: HttpRequest, store: MemoryStore, mine: str | None, base: s
     first = events_of(f"store:{store.key}").filter(actor=you, before=base, after=stale.current_version)
     if not first.filter(outcome__in=(WRITTEN, PENDING)).exists():
         return False
+    adapter = kind_of(store)
     try:
-        theirs = kind_of(store).edited_text(store, stale.current_version)
+        theirs = adapter.edited_text(store, stale.current_version)
     except LookupError:
         theirs = stale.current_text
-    return _as_written(theirs) == _as_written(mine)
-
-
-def _as_written(text: str) -> str:
-    # A browser's textarea sends CRLF, and a file keeps its own line endings and final newline.
-    return text.replace("\r\n", "\n").rstrip("\n")
+    # Compared as the writer would write it over that text (a textarea's CRLF, a final newline the
+    # file keeps or lacks), never looser: a text that writes otherwise is another Save, not this one.
+    try:
+        return adapter.written_text(store, mine, theirs) == theirs
+    except (StoreError, UnicodeError):  # a text no write could give the file
+        return False
 
 
 def changed_by(store: MemoryStore, version: str) -> AuditEvent | None:

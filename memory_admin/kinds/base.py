@@ -112,6 +112,10 @@ class StoreKind:
         the editor's text."""
         return self.version_text(store, version)
 
+    def written_text(self, store: MemoryStore, text: str, current: str) -> str:
+        """`text` as a text edit writes it over `current`: as it is, where the store keeps a text as sent."""
+        return text
+
     def history(self, store: MemoryStore) -> list[Step]:
         """Every version as it appeared, oldest first (blame and "as of" read these)."""
         return revision_steps(store)

@@ -86,6 +86,9 @@ class NanobotText(StoreKind):
     def commit_of(self, version: str) -> str | None:
         return version.removeprefix(GIT) if version.startswith(GIT) else None
 
+    def written_text(self, store: MemoryStore, text: str, current: str) -> str:
+        return nanobot_memory.encode(text, current.encode("utf-8")).decode("utf-8")
+
     def history(self, store: MemoryStore) -> list[Step]:
         """The revisions Tapeview kept and the commits of nanobot's git store, by time.
 

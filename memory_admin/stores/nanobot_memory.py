@@ -89,7 +89,7 @@ def write(ref: StoreRef, text: str, expected_version: str, *, editor: str = "") 
         current = read_bytes(ref.path)
         if why := not_text(current):
             raise StoreError(not_text_note(ref.title, why) + " Nothing was written.")
-        data = _encode(text, current)
+        data = encode(text, current)
         if current == data and version_of(current) == expected_version:
             return expected_version
         version = replace_if_unchanged(ref.path, data, expected_version)
@@ -186,8 +186,9 @@ def _workspace(ref: StoreRef) -> Path:
     return ref.path.parents[len(PurePosixPath(ref.key).parts) - 1]
 
 
-def _encode(text: str, current: bytes | None) -> bytes:
-    """UTF-8, keeping the file's line endings (LF or CRLF) and whether it ends with a newline."""
+def encode(text: str, current: bytes | None) -> bytes:
+    """`text` as `write` puts it over the file's `current` bytes: UTF-8, keeping the file's line
+    endings (LF or CRLF) and whether it ends with a newline. StoreError for a text it cannot hold."""
     if "\x00" in text:  # never written: a file with one would be refused an edit (model.not_text)
         raise StoreError(text_problem(text) or "")
     current = current or b""

@@ -162,3 +162,52 @@ def test_a_zone_s_long_term_save_clicked_twice_says_saved_both_times(operator_cl
     assert second.redirect_chain == [(f"/memory/{zone.key}/", 302)]
     assert messages(second) == messages(first) == ["Saved the long-term memory: saved as version 9."]
     assert list(AuditEvent.objects.values_list("action", flat=True)) == ["zone.long_term"]
+
+
+@pytest.mark.parametrize("again", ["\n", "\n\n"], ids=["one newline more", "two newlines more"])
+def test_a_second_save_whose_text_differs_in_trailing_newlines_is_a_conflict(
+    operator_client, memory_sources, again: str
+) -> None:
+    memory = user_md()
+    base = version(operator_client, memory.key)
+    operator_client.post(f"/memory/{memory.key}/edit", {"text": "first tab\n", "base_version": base})
+
+    r = operator_client.post(
+        f"/memory/{memory.key}/edit", {"text": f"first tab\n{again}", "base_version": base}
+    )
+
+    assert r.status_code == 409
+    assert "You (olga) changed USER.md in another tab" in r.content.decode()
+    assert Path(memory.path).read_text() == "first tab\n"
+
+
+def test_save_clicked_twice_on_a_file_without_a_final_newline_says_saved_both_times(
+    operator_client, memory_sources
+) -> None:
+    memory = user_md()
+    Path(memory.path).write_text("no final newline")
+    post = {"text": "Likes tea.\r\n", "base_version": version(operator_client, memory.key)}
+
+    first = operator_client.post(f"/memory/{memory.key}/edit", post, follow=True)
+    second = operator_client.post(f"/memory/{memory.key}/edit", post, follow=True)
+
+    now = version(operator_client, memory.key)
+    assert messages(second) == messages(first) == [f"Saved as version {now}."]
+    assert Path(memory.path).read_bytes() == b"Likes tea."
+
+
+def test_a_zone_s_second_long_term_save_with_a_newline_more_is_a_conflict(
+    operator_client, memory_sources
+) -> None:
+    zone = MemoryStore.objects.get(kind="bub.zone")
+    operator_client.post(
+        f"/memory/{zone.key}/zone", {"action": "long_term", "text": "Likes green tea.", "base_version": "8"}
+    )
+
+    r = operator_client.post(
+        f"/memory/{zone.key}/zone", {"action": "long_term", "text": "Likes green tea.\n", "base_version": "8"}
+    )
+
+    assert r.status_code == 409
+    assert "You (olga) changed memory zone in another tab" in r.content.decode()
+    assert list(AuditEvent.objects.values_list("action", flat=True)) == ["zone.long_term"]
