@@ -45,9 +45,11 @@ def discover(root: Path) -> list[TapeFile]:
         listed = sorted(sessions.items(), key=lambda kv: (_scalar(_field(kv[1], "created_at")), kv[0]))
         for sid, info in listed:
             found.append(_tape(root, memory, sid, info, problem))
+        # An entry that is not an object is refused, not read: its folder is still shown, as not listed.
+        named = {sid for sid, info in sessions.items() if isinstance(info, dict)}
         try:
             extra = sorted(
-                p.name for p in (memory / "sessions").iterdir() if p.is_dir() and p.name not in sessions
+                p.name for p in (memory / "sessions").iterdir() if p.is_dir() and p.name not in named
             )
         except OSError:
             extra = []

@@ -211,6 +211,22 @@ def test_a_session_folder_missing_from_sessions_json_is_shown_with_a_note(memory
     assert tape.note.startswith("not listed in sessions.json")
 
 
+@pytest.mark.parametrize("entry", [5, "s1", [CAPPED], None], ids=["a number", "a string", "a list", "null"])
+def test_a_session_whose_entry_is_not_an_object_still_shows_its_folder_as_not_listed(
+    memory: Path, entry: object
+) -> None:
+    index = json.loads((memory / "sessions.json").read_text())
+    index["sessions"][CAPPED] = entry
+    (memory / "sessions.json").write_text(json.dumps(index, indent=2))
+    tapes = araliya.discover(memory)
+    [refused] = [t for t in tapes if t.refused]
+    assert refused.name == CAPPED and "its entry is not an object" in refused.refused
+    read = {t.name: t for t in tapes if not t.refused}
+    assert set(read) == {CHAT, UNUSED, CAPPED}
+    assert read[CAPPED].note.startswith("not listed in sessions.json") and read[CAPPED].path.is_file()
+    assert read[CHAT].label == f"{CHAT} (chat)" and not read[CHAT].note.startswith("not listed")
+
+
 def test_a_half_written_sessions_json_still_shows_the_session_folders(memory: Path) -> None:
     (memory / "sessions.json").write_text('{\n  "sessions": {\n    "01a2')
     tapes = araliya.discover(memory)

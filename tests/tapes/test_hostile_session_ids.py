@@ -1,6 +1,7 @@
 """A session list naming a session by an id that is no safe name (a path, a control character) or
 by an entry that is not an object: the Sources page names it as refused, the session list leaves
-it out, and nothing is read for it."""
+it out, and nothing is read for it (a session folder of that name is still listed, as not listed in
+sessions.json)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,23 @@ def test_a_session_file_whose_name_decodes_to_a_control_character_is_refused(
     page = viewer_client.get("/sources/").content.decode()
     assert escape(f'nul%0Ay.json: session "nul\\u000ay": {UNSAFE}') in page
     assert not Tape.objects.filter(name="nul\ny").exists()
+
+
+def test_a_session_folder_whose_entry_is_not_an_object_is_still_listed_as_not_listed(
+    viewer_client, settings, tmp_path: Path
+) -> None:
+    shutil.copytree(FIXTURES / "araliya", tmp_path / "araliya")
+    index = tmp_path / "araliya" / "bot-pkey51aee87e" / "memory" / "sessions.json"
+    sid = sorted(json.loads(index.read_text())["sessions"])[-1]
+    add_sessions(index, {sid: 5})
+    settings.TAPEVIEW_SOURCES = f"ar=araliya:{tmp_path / 'araliya'}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    discovery.sync()
+    sources = viewer_client.get("/sources/").content.decode()
+    assert escape(f'sessions.json: session "{sid}": {NOT_AN_OBJECT}') in sources
+    sessions = viewer_client.get("/", {"source": "ar"}).content.decode()
+    assert f"{sid} (no agent)" in sessions and "not listed in sessions.json" in sessions
+    items = viewer_client.get("/api/tapes", {"source": "ar"}).json()["items"]
+    notes = {t["name"]: viewer_client.get(f"/api/tapes/{t['id']}").json()["note"] for t in items}
+    unlisted = [name for name, note in notes.items() if note.startswith("not listed in sessions.json")]
+    assert len(notes) == 3 and unlisted == [sid]  # the other sessions are read as listed
