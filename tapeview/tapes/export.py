@@ -7,6 +7,8 @@ offsets, read in blocks; everything else is read through the index a batch of en
 from __future__ import annotations
 
 import itertools
+import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +109,12 @@ def export(tape: Tape, fmt: str, start: int | str | None = None, stop: int | str
 
 
 def filename(tape: Tape, part: Segment, fmt: str) -> str:
-    """A name safe on every system: the label's letters and digits, or the tape's key."""
-    base = slugify(tape.label, allow_unicode=True)[:80].strip("-_") or tape.key
+    """A name safe on every system: the label's letters and digits, then the tape's key."""
+    # Each run of other characters a hyphen ("cli:local" reads cli-local, not clilocal); the key
+    # tells apart the tapes of one label (Bub names every CLI session "cli:local").
+    words = re.sub(r"\W+", "-", unicodedata.normalize("NFKC", tape.label))
+    label = slugify(words, allow_unicode=True)[:80].strip("-_")
+    base = f"{label}-{tape.key}" if label else tape.key
     if part.start is not None:
         base += f"-from-{part.start}"
     if part.stop is not None:

@@ -76,7 +76,7 @@ def test_an_operator_follows_a_nanobot_sessions_errors_and_exports_it(
     with page.expect_download() as info:
         page.locator("#export").get_by_role("link", name="JSONL").click()
     download = info.value
-    assert download.suggested_filename == "discord1187654321098765432.jsonl"
+    assert download.suggested_filename == f"discord-1187654321098765432-{t.key}.jsonl"
     saved = tmp_path / download.suggested_filename
     download.save_as(saved)
     lines = saved.read_text().splitlines()

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from django.utils.html import escape
+
+from tapeview.demodata.bub import write_bub_demo
+from tapeview.tapes import discovery
+from tapeview.tapes.models import Tape
 
 from .operator_sources import serve, tape
 
@@ -37,7 +42,7 @@ def test_the_jsonl_export_of_a_bub_tape_is_its_file_byte_for_byte(viewer_client,
     t = tape("session_realistic", "bub")
     r = viewer_client.get(f"/tapes/{t.key}/export.jsonl")
     assert r.status_code == 200 and r["Content-Type"] == "application/x-ndjson; charset=utf-8"
-    assert r["Content-Disposition"] == 'attachment; filename="session_realistic.jsonl"'
+    assert r["Content-Disposition"] == f'attachment; filename="session_realistic-{t.key}.jsonl"'
     assert body(r) == (sources["bub"] / "session_realistic.jsonl").read_bytes()
 
 
@@ -61,8 +66,25 @@ def test_a_segment_is_the_lines_from_one_anchor_up_to_the_next(
     assert page.status_code == api.status_code == 200
     assert body(page) == body(api) == wanted
     assert json.loads(wanted.split(b"\n")[0])["kind"] == "anchor"
-    name = "session_realistic" + (f"-from-{start}" if start else "") + (f"-to-{stop}" if stop else "")
+    name = (
+        f"session_realistic-{t.key}" + (f"-from-{start}" if start else "") + (f"-to-{stop}" if stop else "")
+    )
     assert page["Content-Disposition"] == api["Content-Disposition"] == f'attachment; filename="{name}.jsonl"'
+
+
+def test_tapes_of_one_label_download_under_names_of_their_own(viewer_client, settings, tmp_path) -> None:
+    """Bub names every CLI session "cli:local": each one's download names its tape's id."""
+    root = tmp_path / "tapes"
+    write_bub_demo(root, datetime(2026, 11, 24, 17, 0, tzinfo=UTC))
+    settings.TAPEVIEW_SOURCES = f"demo=bub:{root}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    discovery.sync()
+    local = Tape.objects.filter(label="cli:local")
+    assert local.count() >= 3
+    for fmt in ("jsonl", "md"):
+        names = [viewer_client.get(f"/tapes/{t.key}/export.{fmt}")["Content-Disposition"] for t in local]
+        assert names == [f'attachment; filename="cli-local-{t.key}.{fmt}"' for t in local]
+        assert len(set(names)) == len(names)
 
 
 def test_the_markdown_transcript_has_the_roles_the_calls_and_their_results(
@@ -71,7 +93,7 @@ def test_the_markdown_transcript_has_the_roles_the_calls_and_their_results(
     t = tape("session_realistic", "bub")
     r = viewer_client.get(f"/tapes/{t.key}/export.md")
     assert r.status_code == 200 and r["Content-Type"] == "text/markdown; charset=utf-8"
-    assert r["Content-Disposition"] == 'attachment; filename="session_realistic.md"'
+    assert r["Content-Disposition"] == f'attachment; filename="session_realistic-{t.key}.md"'
     text = body(r).decode()
     assert text.startswith("# session_realistic\n\nbub · bub · session_realistic\n\n")
     assert re.search(r"^### user — 2026-11-22T01:37:38\.\d+\+00:00 · #\d+$", text, re.M)
