@@ -73,6 +73,9 @@ TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
 # makes at most one change to them every TAPEVIEW_SEARCH_SLICE_SECONDS while it watches.
 TAPEVIEW_SEARCH_SLICE_DOCS = int(env_float("TAPEVIEW_SEARCH_SLICE_DOCS", 75_000, low=1000, whole=True))
 TAPEVIEW_SEARCH_SLICE_SECONDS = env_float("TAPEVIEW_SEARCH_SLICE_SECONDS", 60)
+# PostgreSQL: a search pass's batch of this many docs or more is searchable before its GIN entries
+# are made, which follow when the indexer is idle (search.fresh).
+TAPEVIEW_SEARCH_FRESH_DOCS = int(env_float("TAPEVIEW_SEARCH_FRESH_DOCS", 2_000, low=1, whole=True))
 
 
 def env_windows(name: str) -> dict[str, int]:

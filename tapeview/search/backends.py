@@ -13,8 +13,9 @@ from typing import TypeVar
 
 from django.db import connection
 
-from . import slices, windows, writes
+from . import fresh, slices, windows, writes
 from .docs import COLUMNS, Found, Where, fetch, order_sql, ranked
+from .pg_writes import PostgreSQLWrites
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
 CANDIDATES = 2000  # the newest matches ranked (by bm25 or ts_rank, or by date)
@@ -134,6 +135,10 @@ class SQLite:
         )
         return dict(fetch(sql, [START, STOP, ELLIPSIS, SNIPPET_WORDS, match, min(ids), max(ids), *ids]))
 
+    def refine(self, deadline: float | None) -> int:
+        """Nothing to do: FTS5 indexes a doc as it is written."""
+        return 0
+
     def analyze(self) -> None:
         """Nothing to do: FTS5's plan is always the walk of its index."""
 
@@ -141,47 +146,18 @@ class SQLite:
         """Nothing to do: FTS5 walks its index newest first already."""
 
 
-class PostgreSQL:
-    """A table with a tsvector of the doc's words and tags (GIN-indexed) beside the text of headlines."""
-
-    def row(self, doc_id: int, text: str, tags: str, *fields: object) -> tuple:
-        """The values to insert: `fields` in the order of COLUMNS."""
-        doc, tape_id, pos, store_id, item, source, kind, name, date = fields
-        return doc_id, text, (tags, doc, tape_id, store_id, item, source, kind, name), pos, date
-
-    def insert(self, rows: list[tuple]) -> None:
-        self.write(self.prepare(rows))
-
-    def prepare(self, rows: list[tuple], apart: bool = False) -> list | None:
-        """What `write` sends of these rows: made by the search pass as it reads them (`apart` is
-        SQLite's)."""
-        slices.made(row[0] for row in rows)
-        return writes.pg_params(rows) if rows else None
-
-    def write(
-        self, prepared: list | None, meanwhile: Callable[[], T] | None = None
-    ) -> Callable[[], T | None]:
-        """Prepared rows in; `meanwhile` runs while the server tokenises them. Returns what gives its
-        result, as SQLite.write does."""
-        if prepared is None:
-            following = meanwhile() if meanwhile else None
-        else:
-            following = writes.pg_insert(prepared, meanwhile)
-        return lambda: following
-
-    def passing(self) -> AbstractContextManager[None]:
-        """What a search pass writes under (see writes.pg_pass)."""
-        return writes.pg_pass()
-
-    def delete(self, first: int, last: int) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM search_doc WHERE id BETWEEN %s AND %s", [first, last])
+class PostgreSQL(PostgreSQLWrites):
+    """A table with a tsvector of the doc's words and tags (GIN-indexed) beside the text of headlines;
+    the docs of a big batch fresh meanwhile (see search.fresh). The write side: search.pg_writes."""
 
     def bodies(self, ids: list[int]) -> dict[int, str]:
         """The searchable text of these docs as it was given (the markers both engines add taken out)."""
         if not ids:
             return {}
-        found = fetch("SELECT id, body FROM search_doc WHERE id = ANY(%s)", [ids])
+        sql = (
+            "SELECT id, body FROM search_doc WHERE id = ANY(%s) UNION ALL SELECT id, body FROM search_fresh "
+        )
+        found = fetch(sql + "WHERE id = ANY(%s)", [ids, ids])
         return {doc_id: body.replace(MARK, "") for doc_id, body in found}
 
     def _query(self, q: str, where: Where) -> str:
@@ -217,7 +193,19 @@ class PostgreSQL:
         return sql, params
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
-        """The newest candidates ranked. Where the statistics say the query matches neither most docs
+        """The newest candidates ranked, of the indexed docs and the fresh ones (see search.fresh)."""
+        if not fresh.pending():
+            return self._find(q, where, order, limit, offset)
+        query = self._query(q, where)
+        if not query:
+            return []
+        wanted = candidates(limit, offset)
+        both = self._find(q, where, order, wanted, 0) + fresh.found(q, query, where, wanted)
+        newest = sorted(both, key=lambda found: found.id, reverse=True)[:wanted]
+        return ranked(newest, order)[offset : offset + limit]
+
+    def _find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
+        """The newest indexed candidates ranked. Where the statistics say the query matches neither most docs
         nor few, they are taken slice by slice from the newest docs down (see `slices`), or where
         there are no slices, window by window (see `windows.Windows`)."""
         query = self._query(q, where)
@@ -265,29 +253,21 @@ class PostgreSQL:
         if not query:
             return 0
         inner, params = self._matching(query, where, limit)
-        return fetch(f"SELECT COUNT(*) FROM ({inner}) AS found", params)[0][0]
+        counted = fetch(f"SELECT COUNT(*) FROM ({inner}) AS found", params)[0][0]
+        if counted < limit and fresh.pending():
+            counted += len(fresh.found(q, query, where, limit - counted))
+        return counted
 
     def snippets(self, q: str, ids: list[int]) -> dict[int, str]:
         """The marked snippets of these matching docs: made for the hits shown, never the whole window."""
         query = pg_query(q)
         if not query or not ids:
             return {}
-        sql = (
-            "SELECT id, ts_headline('simple', body, to_tsquery('simple', %s), %s) "
-            "FROM search_doc WHERE id = ANY(%s)"
+        headline = (
+            "SELECT id, ts_headline('simple', body, to_tsquery('simple', %s), %s) FROM {} WHERE id = ANY(%s)"
         )
-        return dict(fetch(sql, [query, HEADLINE, ids]))
-
-    def analyze(self) -> None:
-        """Fresh statistics, so the planner knows a common word from a rare one (see _matching), and
-        the windows of `find` hold what they should."""
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE search_doc")
-        windows.forget()
-
-    def tidy(self, whole: bool) -> None:
-        """The slices of the GIN index the docs need: all of them, or one now and then (see slices.keep)."""
-        slices.keep(whole)
+        sql = f"{headline.format('search_doc')} UNION ALL {headline.format('search_fresh')}"
+        return dict(fetch(sql, [query, HEADLINE, ids] * 2))
 
 
 ENGINES = {"sqlite": SQLite, "postgresql": PostgreSQL}

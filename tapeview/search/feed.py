@@ -45,10 +45,13 @@ def tape_reset(sender: object, tape_id: int, **kwargs: object) -> None:
 
 def indexer_idle(sender: object, budget: float | None = None, **kwargs: object) -> int:
     """The indexer read what it was told of: the search pass goes on for at most `budget` seconds, and
-    then the index's upkeep (PostgreSQL's slices: all of them without a budget, else a step now and then)."""
+    then the index's upkeep: PostgreSQL's fresh docs moved into its GIN index in what is left of it,
+    and its slices (all of them without a budget, else a step now and then)."""
+    deadline = None if budget is None else time.monotonic() + budget
     made = catchup.catch_up(budget)
     backend = backends.current()
     if backend is not None:
+        made += backend.refine(deadline)  # work done too: the watcher comes back soon while there is more
         backend.tidy(whole=budget is None)
     return made
 
