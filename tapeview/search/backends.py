@@ -139,6 +139,9 @@ class SQLite:
         """Nothing to do: FTS5 indexes a doc as it is written."""
         return 0
 
+    def waiting(self) -> int:
+        return 0
+
     def analyze(self) -> None:
         """Nothing to do: FTS5's plan is always the walk of its index."""
 

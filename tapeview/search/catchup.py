@@ -79,10 +79,15 @@ def catch_up(budget: float | None = None) -> int:
 def catch_up_unwatched(budget: float = PAGE_BUDGET) -> int:
     """Where no background indexer beats (tests, a lone `tapeview runserver`), the page that asks
     catches up itself, for at most `budget` seconds; the indexer does it where it runs, and a web
-    tier that leaves the index to others (`serve --no-index`) never does."""
-    if not settings.TAPEVIEW_WEB_INDEXES or discovery.watcher() is not None or not lag():
+    tier that leaves the index to others (`serve --no-index`) never does. Returns the docs made or
+    moved."""
+    if not settings.TAPEVIEW_WEB_INDEXES or discovery.watcher() is not None:
         return 0
-    return catch_up(budget)
+    deadline = time.monotonic() + budget
+    made = catch_up(budget) if lag() else 0
+    backend = backends.current()
+    # Then PostgreSQL's fresh docs into the GIN index (search.fresh), in what is left of the budget.
+    return made + (backend.refine(deadline) if backend is not None else 0)
 
 
 def _behind_sql(columns: str) -> str:

@@ -41,9 +41,10 @@ INSERT = (
     f"{writes.PG_ROWS}, "
     f"put AS (INSERT INTO search_fresh (id, body, tags, {COLUMNS}) "
     f"SELECT id, body, tags, {COLUMNS} FROM docs JOIN texts USING (n) JOIN labels USING (label)) "
-    "INSERT INTO search_chunk (low, high, words) "
-    "SELECT low, high, to_tsvector('simple', words) || array_to_tsvector(string_to_array(tags, ' ')) "
-    "FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[]) AS c(low, high, words, tags)"
+    "INSERT INTO search_chunk (low, high, docs, words) "
+    "SELECT low, high, docs, to_tsvector('simple', words) || array_to_tsvector(string_to_array(tags, ' ')) "
+    "FROM unnest(%s::bigint[], %s::bigint[], %s::integer[], %s::text[], %s::text[]) "
+    "AS c(low, high, docs, words, tags)"
 )
 # Room for a batch: its ids made before, fresh or indexed, go first (a plain INSERT costs the server
 # 0.96-1.14 s of the real tape's pass; with ON CONFLICT, 1.37-1.74 s).
@@ -99,6 +100,7 @@ def params(rows: list[tuple]) -> list:
         *parts.docs,
         lows.tolist(),
         highs.tolist(),
+        np.diff(np.r_[starts, len(rows)]).tolist(),
         words,
         tags,
     ]
@@ -106,7 +108,7 @@ def params(rows: list[tuple]) -> list:
 
 def write(params: list, meanwhile: Callable[[], T] | None = None) -> T | None:
     """A batch (INSERT's `params`) in, after its room is made (see writes.pg_insert for `meanwhile`)."""
-    low, high = min(params[-4]), max(params[-3])  # its blocks' lowest and highest ids
+    low, high = min(params[-5]), max(params[-4])  # its blocks' lowest and highest ids
     with connection.cursor() as cursor:
         cursor.execute(ROOM, [low, high, low, high])
     return writes.pg_insert(params, meanwhile, sql=INSERT)
@@ -115,6 +117,11 @@ def write(params: list, meanwhile: Callable[[], T] | None = None) -> T | None:
 def pending() -> bool:
     """Whether any doc is fresh."""
     return bool(fetch("SELECT EXISTS (SELECT 1 FROM search_chunk)", [])[0][0])
+
+
+def waiting() -> int:
+    """How many docs are fresh (counted as made: a reset's deletes may leave fewer)."""
+    return int(fetch("SELECT COALESCE(SUM(docs), 0) FROM search_chunk", [])[0][0])
 
 
 def coarse(q: str, where: Where) -> str:

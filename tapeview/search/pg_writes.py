@@ -57,6 +57,10 @@ class PostgreSQLWrites:
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM search_doc WHERE id BETWEEN %s AND %s", [first, last])
 
+    def waiting(self) -> int:
+        """Docs searchable but not yet in the GIN index (see search.fresh)."""
+        return fresh.waiting()
+
     def refine(self, deadline: float | None) -> int:
         """Fresh docs into the GIN index (see search.fresh) until `deadline`, or all of them."""
         return fresh.refine(deadline)

@@ -13,7 +13,7 @@ from memory_admin.models import MemoryStore
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Anchor, Tape
 
-from . import catchup, engine
+from . import backends, catchup, engine
 from .backends import CANDIDATES
 from .entries import SEARCHABLE
 from .forms import KINDS, ROLES, SearchForm
@@ -29,7 +29,8 @@ def search(request: HttpRequest) -> HttpResponse:
 
     Template `search/search.html`, context: `hits` (a page of them, each with the entries that
     repeat it in `copies`), `sessions` (the same hits by tape, with each tape's `count` of matching
-    entries), `count` (of every matching entry), `behind` (entries indexed but not yet searchable) and
+    entries), `count` (of every matching entry), `behind` (entries indexed but not yet searchable),
+    `waiting` (entries searchable, not yet in PostgreSQL's GIN index: see search.fresh) and
     `searchable` (what part of a long entry is searched, in plain words).
     htmx gets its partial `#results`, or `#search` (the filters with the results) when a change of
     tab or tape changes the filters themselves.
@@ -58,6 +59,7 @@ def search(request: HttpRequest) -> HttpResponse:
         "candidates": CANDIDATES,
         "searchable": SEARCHABLE,
         "behind": catchup.lag(),
+        "waiting": backend.waiting() if (backend := backends.current()) else 0,
         "page": page,
         "has_next": len(hits) > PAGE_SIZE,
         "kinds": KINDS,

@@ -141,3 +141,24 @@ def test_a_doc_made_again_directly_leaves_no_fresh_copy(fresh_tapes, monkeypatch
         cursor.execute("SELECT count(*) FROM search_doc WHERE id >> 32 = %s", [a.pk])
         assert cursor.fetchone()[0] == 300
     assert [h.pos for h in engine.search('"entry w150"', tape_key=a.key)] == [150]
+
+
+def test_the_search_page_says_how_many_entries_wait_for_the_full_text_index(
+    fresh_tapes, operator_client, settings
+):
+    settings.TAPEVIEW_WEB_INDEXES = False  # as `serve --no-index`: the page moves none itself
+    page = operator_client.get("/search/", {"q": "w1150"}).content.decode()
+    waiting = count("search_fresh")
+    assert f"{waiting} entries are searchable but not yet in the full-text index" in page
+    assert "entry <mark>w1150</mark> common" in page
+    fresh.refine()
+    page = operator_client.get("/search/", {"q": "w1150"}).content.decode()
+    assert "not yet in the full-text index" not in page and "entry <mark>w1150</mark> common" in page
+
+
+def test_where_no_indexer_runs_the_search_page_moves_fresh_docs_within_its_budget(
+    fresh_tapes, operator_client
+):
+    assert fresh.pending()
+    assert operator_client.get("/search/", {"q": "sparse"}).status_code == 200
+    assert not fresh.pending()  # 2,600 docs: well within the page's two seconds
