@@ -8,7 +8,7 @@ as the page asked for needs), so a word found in millions of docs costs what a r
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 from django.db import connection
@@ -196,16 +196,20 @@ class PostgreSQL(PostgreSQLWrites):
         return sql, params
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
-        """The newest candidates ranked, of the indexed docs and the fresh ones (see search.fresh)."""
+        """The newest candidates ranked, of the indexed docs and the fresh ones (see search.fresh), both
+        read in one snapshot: a block moved into the index meanwhile is found once."""
         if not fresh.pending():
             return self._find(q, where, order, limit, offset)
         query = self._query(q, where)
         if not query:
             return []
         wanted = candidates(limit, offset)
-        both = self._find(q, where, order, wanted, 0) + fresh.found(q, query, where, wanted)
-        newest = sorted(both, key=lambda found: found.id, reverse=True)[:wanted]
-        return ranked(newest, order)[offset : offset + limit]
+        with fresh.snapshot():
+            both = fresh.found(q, query, where, wanted) + self._find(q, where, order, wanted, 0)
+        newest = sorted(
+            {found.id: found for found in both}.values(), key=lambda found: found.id, reverse=True
+        )
+        return ranked(newest[:wanted], order)[offset : offset + limit]
 
     def _find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
         """The newest indexed candidates ranked. Where the statistics say the query matches neither most docs
@@ -251,14 +255,16 @@ class PostgreSQL(PostgreSQLWrites):
         return found[offset : offset + limit]
 
     def count(self, q: str, where: Where, limit: int) -> int:
-        """How many docs match, counted up to `limit`."""
+        """How many docs match, counted up to `limit` (the fresh ones too, in the same snapshot)."""
         query = self._query(q, where)
         if not query:
             return 0
         inner, params = self._matching(query, where, limit)
-        counted = fetch(f"SELECT COUNT(*) FROM ({inner}) AS found", params)[0][0]
-        if counted < limit and fresh.pending():
-            counted += len(fresh.found(q, query, where, limit - counted))
+        pending = fresh.pending()
+        with fresh.snapshot() if pending else nullcontext():
+            counted = fetch(f"SELECT COUNT(*) FROM ({inner}) AS found", params)[0][0]
+            if counted < limit and pending:
+                counted += fresh.counted(q, query, where, limit - counted)
         return counted
 
     def snippets(self, q: str, ids: list[int]) -> dict[int, str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import numpy as np
@@ -28,19 +29,21 @@ from django.db import connection, transaction
 
 from . import slices, windows, writes
 from .docs import COLUMNS, Found, Where, fetch
-from .text import MARK, pg_body, pg_query, pg_words, terms
+from .text import pg_body, pg_query, pg_words, terms
 
 BLOCK = 12  # a chunk row covers at most one block of 1 << BLOCK positions of a tape
+CHUNK_BYTES = 600_000  # ...and words of a tsvector of at most about this size (PostgreSQL's bound: 1 MB)
 FRESH_DOCS = settings.TAPEVIEW_SEARCH_FRESH_DOCS  # a batch of at least this many docs is made fresh
 ANALYZE_AFTER = 100_000  # docs moved after which the statistics are renewed (as search.catchup)
 T = TypeVar("T")
 _FIELDS = ", ".join(f"f.{c}" for c in COLUMNS.split(", "))
 
 INSERT = (
-    f"WITH texts AS MATERIALIZED (SELECT n, body FROM unnest(%s::text[]) WITH ORDINALITY AS t(body, n)), "
+    "WITH texts AS MATERIALIZED (SELECT n, body, words "
+    "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), "
     f"{writes.PG_ROWS}, "
-    f"put AS (INSERT INTO search_fresh (id, body, tags, {COLUMNS}) "
-    f"SELECT id, body, tags, {COLUMNS} FROM docs JOIN texts USING (n) JOIN labels USING (label)) "
+    f"put AS (INSERT INTO search_fresh (id, body, words, tags, {COLUMNS}) "
+    f"SELECT id, body, words, tags, {COLUMNS} FROM docs JOIN texts USING (n) JOIN labels USING (label)) "
     "INSERT INTO search_chunk (low, high, docs, words) "
     "SELECT low, high, docs, to_tsvector('simple', words) || array_to_tsvector(string_to_array(tags, ' ')) "
     "FROM unnest(%s::bigint[], %s::bigint[], %s::integer[], %s::text[], %s::text[]) "
@@ -52,16 +55,17 @@ ROOM = (
     "WITH fresh AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s) "
     "DELETE FROM search_doc WHERE id BETWEEN %s AND %s"
 )
-# A block's docs whose words hold the query's, matched (the query and its tags) and ranked (the query
-# alone, as backends._scored) as search_doc's tsv would be.
-MATCHED = (
-    "WITH texts AS MATERIALIZED (SELECT n, to_tsvector('simple', w) AS v "
-    "FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, n)), "
-    "docs AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[]) AS d(id, n)) "
-    f"SELECT f.id, {_FIELDS}, ts_rank(m.v, to_tsquery('simple', %s), 1) FROM docs JOIN texts USING (n) "
-    "JOIN search_fresh f USING (id), "
-    "LATERAL (SELECT texts.v || array_to_tsvector(string_to_array(f.tags, ' ')) AS v) AS m "
-    "WHERE m.v @@ to_tsquery('simple', %s) ORDER BY f.id DESC LIMIT %s"
+# A range's blocks locked first, as `refine` locks its block before its docs: a write that meets a
+# block being moved waits for it, then sees its docs where they went.
+LOCK = "SELECT id FROM search_chunk WHERE high >= %s AND low <= %s ORDER BY id FOR UPDATE"
+# A doc's tsvector as search_doc's would be: its words and its tags.
+TSV = "to_tsvector('simple', f.words) || array_to_tsvector(string_to_array(f.tags, ' '))"
+
+
+# A block's fresh docs moved into search_doc, in one statement (the server makes each tsvector).
+MOVE = (
+    "WITH f AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s RETURNING *) "
+    f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) SELECT f.id, f.body, {_FIELDS}, {TSV} FROM f"
 )
 
 
@@ -78,40 +82,73 @@ def params(rows: list[tuple]) -> list:
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    lows, highs = np.minimum.reduceat(ids[order], starts), np.maximum.reduceat(ids[order], starts)
-    # Each block's distinct texts and labels (a few), then their words, each text split once.
-    held: dict[int, set[int]] = {}
-    for key, n in set(zip(keys.tolist(), parts.text_of, strict=True)):
-        held.setdefault(key, set()).add(n)
-    tagged: dict[int, set[str]] = {}
-    for key, tags in set(zip(keys.tolist(), [row[2][0] for row in rows], strict=True)):
-        tagged.setdefault(key, set()).update(tags.split())
-    split = [pg_words(text).split() for text in parts.texts]
-    words = []
-    for key in ordered[starts].tolist():
-        union: set[str] = set()
-        for n in held[key]:
-            union.update(split[n - 1])
-        words.append(" ".join(union))
-    tags = [" ".join(tagged[key]) for key in ordered[starts].tolist()]
+    said = [pg_words(text) for text in parts.texts]
+    split = [words.split() for words in said]
+    tags = [row[2][0] for row in rows]
+    chunks: list[tuple] = []
+    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(rows)], strict=True):
+        members = order[start:end].tolist()
+        chunks += _chunks(members, ids, parts.text_of, split, tags)
     return [
         [pg_body(t) for t in parts.texts],
+        [f" {words} " for words in said],  # spaced: a word is found as " word " (see _likely)
         *parts.labels,
         *parts.docs,
-        lows.tolist(),
-        highs.tolist(),
-        np.diff(np.r_[starts, len(rows)]).tolist(),
-        words,
-        tags,
+        *(list(column) for column in zip(*chunks, strict=True)),
     ]
+
+
+def _chunks(members: list[int], ids: np.ndarray, text_of: list[int], split: list[list[str]], tags: list[str]):
+    """The chunk rows of one block's docs (`members`, their rows' indices): one, holding each of their
+    distinct words once, or where that would pass PostgreSQL's bound on a tsvector (1 MB), several,
+    each over a run of their ids."""
+    union: set[str] = set()
+    for n in {text_of[i] for i in members}:
+        union.update(split[n - 1])
+    if _size(union) <= CHUNK_BYTES:
+        return [_chunk(members, ids, union, tags)]
+    made, run, union = [], [], set()
+    for i in sorted(members, key=lambda i: ids[i]):
+        words = split[text_of[i] - 1]
+        if run and _size(union.union(words)) > CHUNK_BYTES:
+            made.append(_chunk(run, ids, union, tags))
+            run, union = [], set()
+        run.append(i)
+        union.update(words)
+    return [*made, _chunk(run, ids, union, tags)]
+
+
+def _size(words: set[str]) -> int:
+    """About the bytes of a tsvector of these words (each: its bytes, an entry and a position)."""
+    return sum(len(word.encode()) for word in words) + 8 * len(words)
+
+
+def _chunk(members: list[int], ids: np.ndarray, union: set[str], tags: list[str]) -> tuple:
+    """A chunk row: its lowest and highest id, its docs, its words and its tags."""
+    held = ids[members]
+    tagged = {tag for i in members for tag in tags[i].split()}
+    return int(held.min()), int(held.max()), len(members), " ".join(union), " ".join(tagged)
 
 
 def write(params: list, meanwhile: Callable[[], T] | None = None) -> T | None:
     """A batch (INSERT's `params`) in, after its room is made (see writes.pg_insert for `meanwhile`)."""
     low, high = min(params[-5]), max(params[-4])  # its blocks' lowest and highest ids
     with connection.cursor() as cursor:
+        cursor.execute(LOCK, [low, high])
         cursor.execute(ROOM, [low, high, low, high])
     return writes.pg_insert(params, meanwhile, sql=INSERT)
+
+
+@contextmanager
+def snapshot() -> Iterator[None]:
+    """The statements within read one snapshot of both tables (REPEATABLE READ), so a block that
+    `refine` moves meanwhile is seen in one of them, once; within a caller's transaction, its own."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
 
 
 def pending() -> bool:
@@ -147,6 +184,32 @@ def found(q: str, query: str, where: Where, wanted: int) -> list[Found]:
     return hits[:wanted]
 
 
+def counted(q: str, query: str, where: Where, limit: int) -> int:
+    """How many fresh docs match, counted up to `limit`: as `found` finds them, unranked, the blocks
+    a few hundred ranges to a statement."""
+    total = 0
+    blocks = list(_blocks(q, where))
+    likely, words = _likely(terms(q), where)
+    tapes, tape_ids = where.tapes_sql("f.id", placeholders=False, redundant=False)
+    for group in _batched(blocks, 200):
+        ranges = " OR ".join(f"f.id BETWEEN {int(low)} AND {int(high)}" for low, high in group)
+        within, bounds = where.ids_sql("f.id")
+        sql = (
+            f"SELECT count(*) FROM (SELECT 1 FROM search_fresh f WHERE ({ranges}) AND {within} AND {tapes} "
+            f"AND {where.sql} AND {likely} AND {TSV} @@ to_tsquery('simple', %s) LIMIT %s) AS matched"
+        )
+        total += fetch(sql, [*bounds, *tape_ids, *where.params, *words, query, limit - total])[0][0]
+        if total >= limit:
+            break
+    return total
+
+
+def _batched(items: list, n: int) -> Iterator[list]:
+    """`items` n at a time (itertools.batched from Python 3.12 on)."""
+    for start in range(0, len(items), n):
+        yield items[start : start + n]
+
+
 def _blocks(q: str, where: Where) -> Iterator[tuple[int, int]]:
     """The id ranges of the blocks whose words hold the query's, newest first, overlaps merged."""
     listed = fetch(
@@ -167,53 +230,41 @@ def _blocks(q: str, where: Where) -> Iterator[tuple[int, int]]:
 
 
 def _matched(q: str, query: str, where: Where, wanted: int) -> list[Found]:
-    """The newest `wanted` fresh docs of one range that match: those whose words and tags may (read
-    here), matched and scored by the server."""
-    within, bounds = where.ids_sql("id")
-    tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
-    rows = fetch(
-        f"SELECT id, body, tags FROM search_fresh WHERE {within} AND {tapes} AND {where.sql} "
-        "ORDER BY id DESC",
-        [*bounds, *tape_ids, *where.params],
+    """The newest `wanted` fresh docs of one range that match, scored as search_doc's are (the query
+    alone, as backends._scored): the docs whose words hold the query's (a cheap test), then their
+    tsvector made and matched."""
+    within, bounds = where.ids_sql("f.id")
+    tapes, tape_ids = where.tapes_sql("f.id", placeholders=False, redundant=False)
+    likely, words = _likely(terms(q), where)
+    sql = (
+        f"SELECT f.id, {_FIELDS}, ts_rank(m.v, to_tsquery('simple', %s), 1) FROM search_fresh f, "
+        f"LATERAL (SELECT {TSV} AS v) AS m WHERE {within} AND {tapes} AND {where.sql} AND {likely} "
+        "AND m.v @@ to_tsquery('simple', %s) ORDER BY f.id DESC LIMIT %s"
     )
-    needed = [term for term in terms(q)]
-    texts: dict[str, int] = {}
-    words_of: dict[str, str | None] = {}
-    ids, ns = [], []
-    for doc_id, body, tags in rows:
-        if where.tags and not all(set(tags.split()) & set(alternatives) for alternatives in where.tags):
-            continue
-        if body not in words_of:
-            text = pg_words(body.replace(MARK, ""))
-            words_of[body] = text if _may_hold(set(text.split()), needed) else None
-        text = words_of[body]
-        if text is None:
-            continue
-        ids.append(doc_id)
-        ns.append(texts.setdefault(text, len(texts) + 1))
-    if not ids:
-        return []
-    return [Found(*row) for row in fetch(MATCHED, [list(texts), ids, ns, pg_query(q), query, wanted])]
+    params = [pg_query(q), *bounds, *tape_ids, *where.params, *words, query, wanted]
+    return [Found(*row) for row in fetch(sql, params)]
 
 
-def _may_hold(held: set[str], needed: list) -> bool:
-    """Whether a doc's words hold every word of the query (a prefix: the start of one)."""
+def _likely(needed: list, where: Where) -> tuple[str, list[str]]:
+    """A condition every matching doc meets, cheap for the server to test: each tag group's, and each
+    word of the query among the doc's words (a prefix: as the start of one)."""
+    parts, params = [], []
+    for alternatives in where.tags:
+        parts.append("(" + " OR ".join(["strpos(f.tags, %s) > 0"] * len(alternatives)) + ")")
+        params += alternatives
     for term in needed:
-        *whole, last = term.words
-        if any(w not in held for w in whole):
-            return False
-        if term.prefix:
-            if not any(w.startswith(last) for w in held):
-                return False
-        elif last not in held:
-            return False
-    return True
+        for n, word in enumerate(term.words, 1):
+            prefix = term.prefix and n == len(term.words)
+            parts.append("strpos(f.words, %s) > 0")
+            params.append(f" {word}" if prefix else f" {word} ")
+    return " AND ".join(parts) or "true", params
 
 
 def delete(first: int, last: int) -> None:
     """The fresh docs of an id range, and the blocks it holds whole (a block it cuts keeps its words: a
     block's words may hold more than its docs', never less)."""
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(LOCK, [first, last])
         cursor.execute("DELETE FROM search_fresh WHERE id BETWEEN %s AND %s", [first, last])
         cursor.execute("DELETE FROM search_chunk WHERE low >= %s AND high <= %s", [first, last])
 
@@ -236,26 +287,11 @@ def refine(deadline: float | None = None, blocks: int | None = None) -> int:
             if not block:
                 break
             chunk, low, high = block[0]
-            rows = fetch(
-                f"DELETE FROM search_fresh WHERE id BETWEEN %s AND %s RETURNING id, body, tags, {COLUMNS}",
-                [low, high],
-            )
             with connection.cursor() as cursor:
+                cursor.execute(MOVE, [low, high])
+                moved += max(cursor.rowcount, 0)
                 cursor.execute("DELETE FROM search_chunk WHERE id = %s", [chunk])
-            if rows:
-                docs = [
-                    (
-                        doc_id,
-                        body.replace(MARK, ""),
-                        (tags, doc, tape, store, item, source, kind, name),
-                        pos,
-                        date,
-                    )
-                    for doc_id, body, tags, doc, tape, pos, store, item, source, kind, name, date in rows
-                ]
-                slices.made(row[0] for row in docs)
-                writes.pg_insert(writes.pg_params(docs))
-        moved += len(rows)
+            slices.made([low, high])
     _moved += moved
     if _moved >= ANALYZE_AFTER or (_moved and not pending()):
         _moved = 0

@@ -1,6 +1,6 @@
 """PostgreSQL: fresh docs, searchable before the GIN index holds them (search.fresh).
 
-`search_fresh` holds a doc as `search_doc` does but for its tsvector, with its tags as text;
+`search_fresh` holds a doc as `search_doc` does but for its tsvector: its words and tags as text;
 `search_chunk` holds the words of a block of fresh docs under a GIN index of its own. Both start
 empty: the docs made before stay in `search_doc`.
 """
@@ -23,6 +23,7 @@ TABLES = [
         name text NOT NULL DEFAULT '',
         date text NOT NULL DEFAULT '',
         body text NOT NULL,
+        words text NOT NULL,
         tags text NOT NULL DEFAULT ''
     )
     """,
@@ -43,12 +44,15 @@ def create(apps, schema_editor) -> None:
         cursor.execute("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
         row = cursor.fetchone()
         if row is not None and "lz4" in row[0]:
-            cursor.execute("ALTER TABLE search_fresh ALTER COLUMN body SET COMPRESSION lz4")
+            for column in ("body", "words"):
+                cursor.execute(f"ALTER TABLE search_fresh ALTER COLUMN {column} SET COMPRESSION lz4")
 
 
 def drop(apps, schema_editor) -> None:
     if schema_editor.connection.vendor != "postgresql":
         return
+    # The fresh docs go with their table: every tape's search pass begins again (as migration 0005).
+    apps.get_model("search", "SearchedTape").objects.update(offset=0, next_pos=1)
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("DROP TABLE search_chunk")
         cursor.execute("DROP TABLE search_fresh")
