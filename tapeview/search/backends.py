@@ -157,11 +157,8 @@ class PostgreSQL(PostgreSQLWrites):
         """The searchable text of these docs as it was given (the markers both engines add taken out)."""
         if not ids:
             return {}
-        sql = (
-            "SELECT id, body FROM search_doc WHERE id = ANY(%s) UNION ALL SELECT id, body FROM search_fresh "
-        )
-        found = fetch(sql + "WHERE id = ANY(%s)", [ids, ids])
-        return {doc_id: body.replace(MARK, "") for doc_id, body in found}
+        found = fresh.either("SELECT id, body FROM {} WHERE id = ANY(%s)", ids, lambda ids: [ids])
+        return {doc_id: body.replace(MARK, "") for doc_id, body in found.items()}
 
     def _query(self, q: str, where: Where) -> str:
         words = pg_query(q)
@@ -275,8 +272,7 @@ class PostgreSQL(PostgreSQLWrites):
         headline = (
             "SELECT id, ts_headline('simple', body, to_tsquery('simple', %s), %s) FROM {} WHERE id = ANY(%s)"
         )
-        sql = f"{headline.format('search_doc')} UNION ALL {headline.format('search_fresh')}"
-        return dict(fetch(sql, [query, HEADLINE, ids] * 2))
+        return fresh.either(headline, ids, lambda ids: [query, HEADLINE, ids])
 
 
 ENGINES = {"sqlite": SQLite, "postgresql": PostgreSQL}

@@ -5,7 +5,7 @@ pairs, which cost the server three times the search pass's budget (docs/performa
 pass's big batches (FRESH_DOCS or more) go to `search_fresh`, a table without a full-text index,
 and each block of 4,096 positions of a tape they fill gets a row in `search_chunk`: the block's
 words, each once, under a GIN index of its own (a tenth of the pairs, or less: agents repeat
-themselves). `refine` then moves the docs into `search_doc` a block at a time, newest first, behind
+themselves). `refine` then moves the docs into `search_doc` a block at a time, in id order, behind
 the pass, when the indexer has nothing else to do.
 
 A fresh doc is found exactly meanwhile: the blocks whose words hold every word of the query, newest
@@ -151,6 +151,19 @@ def snapshot() -> Iterator[None]:
         yield
 
 
+def either(sql: str, ids: list[int], params: Callable[[list[int]], list]) -> dict[int, str]:
+    """`sql` (a statement of (id, value) rows, `{}` for its table) of these docs, wherever they are:
+    search_doc first, then search_fresh for those it lacks, then search_doc again for those a move
+    took there meanwhile. Where no doc is fresh, search_fresh is never read (after a move its index
+    is full of deleted rows until the table is vacuumed)."""
+    found = dict(fetch(sql.format("search_doc"), params(ids)))
+    for table in ("search_fresh", "search_doc"):
+        if not (missing := [doc_id for doc_id in ids if doc_id not in found]):
+            break
+        found.update(fetch(sql.format(table), params(missing)))
+    return found
+
+
 def pending() -> bool:
     """Whether any doc is fresh."""
     return bool(fetch("SELECT EXISTS (SELECT 1 FROM search_chunk)", [])[0][0])
@@ -273,8 +286,9 @@ _moved = 0
 
 
 def refine(deadline: float | None = None, blocks: int | None = None) -> int:
-    """Move fresh docs into search_doc, a block at a time, newest first, until none is left,
-    `deadline` (time.monotonic) has passed or `blocks` are moved. Returns how many docs were moved."""
+    """Move fresh docs into search_doc, a block at a time, the lowest ids first (search_doc's rows then
+    lie in id order, as the pass writes them and search walks them), until none is left, `deadline`
+    (time.monotonic) has passed or `blocks` are moved. Returns how many docs were moved."""
     global _moved
     moved = 0
     for _ in itertools.repeat(None) if blocks is None else range(blocks):
@@ -282,7 +296,7 @@ def refine(deadline: float | None = None, blocks: int | None = None) -> int:
             break
         with transaction.atomic():
             block = fetch(
-                "SELECT id, low, high FROM search_chunk ORDER BY high DESC LIMIT 1 FOR UPDATE SKIP LOCKED", []
+                "SELECT id, low, high FROM search_chunk ORDER BY low LIMIT 1 FOR UPDATE SKIP LOCKED", []
             )
             if not block:
                 break

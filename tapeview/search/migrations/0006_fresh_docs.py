@@ -30,7 +30,7 @@ TABLES = [
     "CREATE TABLE search_chunk (id bigserial PRIMARY KEY, low bigint NOT NULL, high bigint NOT NULL, "
     "docs integer NOT NULL, words tsvector NOT NULL)",
     "CREATE INDEX search_chunk_words ON search_chunk USING GIN (words)",
-    "CREATE INDEX search_chunk_high ON search_chunk (high)",  # the newest block first
+    "CREATE INDEX search_chunk_low ON search_chunk (low)",  # the block `refine` moves next
 ]
 
 
