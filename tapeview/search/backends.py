@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from django.db import connection
 
-from . import fresh, slices, windows, writes
+from . import fresh, fresh_search, slices, windows, writes
 from .docs import COLUMNS, Found, Where, fetch, order_sql, ranked
 from .pg_writes import PostgreSQLWrites
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
@@ -157,7 +157,7 @@ class PostgreSQL(PostgreSQLWrites):
         """The searchable text of these docs as it was given (the markers both engines add taken out)."""
         if not ids:
             return {}
-        found = fresh.either("SELECT id, body FROM {} WHERE id = ANY(%s)", ids, lambda ids: [ids])
+        found = fresh_search.either("SELECT id, body FROM {} WHERE id = ANY(%s)", ids, lambda ids: [ids])
         return {doc_id: body.replace(MARK, "") for doc_id, body in found.items()}
 
     def _query(self, q: str, where: Where) -> str:
@@ -201,8 +201,8 @@ class PostgreSQL(PostgreSQLWrites):
         if not query:
             return []
         wanted = candidates(limit, offset)
-        with fresh.snapshot():
-            both = fresh.found(q, query, where, wanted) + self._find(q, where, order, wanted, 0)
+        with fresh_search.snapshot():
+            both = fresh_search.found(q, query, where, wanted) + self._find(q, where, order, wanted, 0)
         newest = sorted(
             {found.id: found for found in both}.values(), key=lambda found: found.id, reverse=True
         )
@@ -258,10 +258,10 @@ class PostgreSQL(PostgreSQLWrites):
             return 0
         inner, params = self._matching(query, where, limit)
         pending = fresh.pending()
-        with fresh.snapshot() if pending else nullcontext():
+        with fresh_search.snapshot() if pending else nullcontext():
             counted = fetch(f"SELECT COUNT(*) FROM ({inner}) AS found", params)[0][0]
             if counted < limit and pending:
-                counted += fresh.counted(q, query, where, limit - counted)
+                counted += fresh_search.counted(q, query, where, limit - counted)
         return counted
 
     def snippets(self, q: str, ids: list[int]) -> dict[int, str]:
@@ -272,7 +272,7 @@ class PostgreSQL(PostgreSQLWrites):
         headline = (
             "SELECT id, ts_headline('simple', body, to_tsquery('simple', %s), %s) FROM {} WHERE id = ANY(%s)"
         )
-        return fresh.either(headline, ids, lambda ids: [query, HEADLINE, ids])
+        return fresh_search.either(headline, ids, lambda ids: [query, HEADLINE, ids])
 
 
 ENGINES = {"sqlite": SQLite, "postgresql": PostgreSQL}

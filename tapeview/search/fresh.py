@@ -19,29 +19,28 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TypeVar
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from . import slices, windows, writes
-from .docs import COLUMNS, Found, Where, fetch
-from .text import pg_body, pg_query, pg_words, terms
+from . import pg_rows, slices, windows
+from .docs import COLUMNS, fetch
+from .text import pg_body, pg_words
 
 BLOCK = 12  # a chunk row covers at most one block of 1 << BLOCK positions of a tape
 CHUNK_BYTES = 600_000  # ...and words of a tsvector of at most about this size (PostgreSQL's bound: 1 MB)
 FRESH_DOCS = settings.TAPEVIEW_SEARCH_FRESH_DOCS  # a batch of at least this many docs is made fresh
 ANALYZE_AFTER = 100_000  # docs moved after which the statistics are renewed (as search.catchup)
 T = TypeVar("T")
-_FIELDS = ", ".join(f"f.{c}" for c in COLUMNS.split(", "))
+FIELDS = ", ".join(f"f.{c}" for c in COLUMNS.split(", "))
 
 INSERT = (
     "WITH texts AS MATERIALIZED (SELECT n, body, words "
     "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), "
-    f"{writes.PG_ROWS}, "
+    f"{pg_rows.PG_ROWS}, "
     f"put AS (INSERT INTO search_fresh (id, body, words, tags, {COLUMNS}) "
     f"SELECT id, body, words, tags, {COLUMNS} FROM docs JOIN texts USING (n) JOIN labels USING (label)) "
     "INSERT INTO search_chunk (low, high, docs, words) "
@@ -65,7 +64,7 @@ TSV = "to_tsvector('simple', f.words) || array_to_tsvector(string_to_array(f.tag
 # A block's fresh docs moved into search_doc, in one statement (the server makes each tsvector).
 MOVE = (
     "WITH f AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s RETURNING *) "
-    f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) SELECT f.id, f.body, {_FIELDS}, {TSV} FROM f"
+    f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) SELECT f.id, f.body, {FIELDS}, {TSV} FROM f"
 )
 
 
@@ -76,7 +75,7 @@ def made(rows: list[tuple]) -> bool:
 
 def params(rows: list[tuple]) -> list:
     """INSERT's parameters for rows as PostgreSQL.row makes them: their docs, and their blocks' words."""
-    parts = writes.pg_parts(rows)
+    parts = pg_rows.pg_parts(rows)
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
     keys = ids >> BLOCK
     order = np.argsort(keys, kind="stable")
@@ -131,37 +130,12 @@ def _chunk(members: list[int], ids: np.ndarray, union: set[str], tags: list[str]
 
 
 def write(params: list, meanwhile: Callable[[], T] | None = None) -> T | None:
-    """A batch (INSERT's `params`) in, after its room is made (see writes.pg_insert for `meanwhile`)."""
+    """A batch (INSERT's `params`) in, after its room is made (see pg_rows.pg_insert for `meanwhile`)."""
     low, high = min(params[-5]), max(params[-4])  # its blocks' lowest and highest ids
     with connection.cursor() as cursor:
         cursor.execute(LOCK, [low, high])
         cursor.execute(ROOM, [low, high, low, high])
-    return writes.pg_insert(params, meanwhile, sql=INSERT)
-
-
-@contextmanager
-def snapshot() -> Iterator[None]:
-    """The statements within read one snapshot of both tables (REPEATABLE READ), so a block that
-    `refine` moves meanwhile is seen in one of them, once; within a caller's transaction, its own."""
-    if connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield
-
-
-def either(sql: str, ids: list[int], params: Callable[[list[int]], list]) -> dict[int, str]:
-    """`sql` (a statement of (id, value) rows, `{}` for its table) of these docs, wherever they are:
-    search_doc first, then search_fresh for those it lacks, then search_doc again for those a move
-    took there meanwhile. Where no doc is fresh, search_fresh is never read (after a move its index
-    is full of deleted rows until the table is vacuumed)."""
-    found = dict(fetch(sql.format("search_doc"), params(ids)))
-    for table in ("search_fresh", "search_doc"):
-        if not (missing := [doc_id for doc_id in ids if doc_id not in found]):
-            break
-        found.update(fetch(sql.format(table), params(missing)))
-    return found
+    return pg_rows.pg_insert(params, meanwhile, sql=INSERT)
 
 
 def pending() -> bool:
@@ -172,105 +146,6 @@ def pending() -> bool:
 def waiting() -> int:
     """How many docs are fresh (counted as made: a reset's deletes may leave fewer)."""
     return int(fetch("SELECT COALESCE(SUM(docs), 0) FROM search_chunk", [])[0][0])
-
-
-def coarse(q: str, where: Where) -> str:
-    """The tsquery a block's words must match: every word of the query, a phrase's words anywhere."""
-    parts = []
-    for term in terms(q):
-        quoted = [f"'{w}'" for w in term.words]
-        if term.prefix:
-            quoted[-1] += ":*"
-        parts += quoted
-    parts += ["(" + " | ".join(alternatives) + ")" for alternatives in where.tags]
-    return " & ".join(parts)
-
-
-def found(q: str, query: str, where: Where, wanted: int) -> list[Found]:
-    """The newest `wanted` fresh docs that match `query` (the tsquery of `q` and `where`'s tags) within
-    `where`, scored as search_doc's are."""
-    hits: list[Found] = []
-    for low, high in _blocks(q, where):
-        hits += _matched(q, query, where.narrowed(low, high), wanted - len(hits))
-        if len(hits) >= wanted:
-            break
-    return hits[:wanted]
-
-
-def counted(q: str, query: str, where: Where, limit: int) -> int:
-    """How many fresh docs match, counted up to `limit`: as `found` finds them, unranked, the blocks
-    a few hundred ranges to a statement."""
-    total = 0
-    blocks = list(_blocks(q, where))
-    likely, words = _likely(terms(q), where)
-    tapes, tape_ids = where.tapes_sql("f.id", placeholders=False, redundant=False)
-    for group in _batched(blocks, 200):
-        ranges = " OR ".join(f"f.id BETWEEN {int(low)} AND {int(high)}" for low, high in group)
-        within, bounds = where.ids_sql("f.id")
-        sql = (
-            f"SELECT count(*) FROM (SELECT 1 FROM search_fresh f WHERE ({ranges}) AND {within} AND {tapes} "
-            f"AND {where.sql} AND {likely} AND {TSV} @@ to_tsquery('simple', %s) LIMIT %s) AS matched"
-        )
-        total += fetch(sql, [*bounds, *tape_ids, *where.params, *words, query, limit - total])[0][0]
-        if total >= limit:
-            break
-    return total
-
-
-def _batched(items: list, n: int) -> Iterator[list]:
-    """`items` n at a time (itertools.batched from Python 3.12 on)."""
-    for start in range(0, len(items), n):
-        yield items[start : start + n]
-
-
-def _blocks(q: str, where: Where) -> Iterator[tuple[int, int]]:
-    """The id ranges of the blocks whose words hold the query's, newest first, overlaps merged."""
-    listed = fetch(
-        "SELECT low, high FROM search_chunk WHERE words @@ to_tsquery('simple', %s) "
-        "AND high >= %s AND low <= %s ORDER BY high DESC",
-        [coarse(q, where), where.first, where.last],
-    )
-    run: list[int] | None = None
-    for low, high in listed:
-        if run is not None and high >= run[0]:
-            run[0] = min(run[0], low)
-            continue
-        if run is not None:
-            yield run[0], run[1]
-        run = [low, high]
-    if run is not None:
-        yield run[0], run[1]
-
-
-def _matched(q: str, query: str, where: Where, wanted: int) -> list[Found]:
-    """The newest `wanted` fresh docs of one range that match, scored as search_doc's are (the query
-    alone, as backends._scored): the docs whose words hold the query's (a cheap test), then their
-    tsvector made and matched."""
-    within, bounds = where.ids_sql("f.id")
-    tapes, tape_ids = where.tapes_sql("f.id", placeholders=False, redundant=False)
-    likely, words = _likely(terms(q), where)
-    sql = (
-        f"SELECT f.id, {_FIELDS}, ts_rank(m.v, to_tsquery('simple', %s), 1) FROM search_fresh f, "
-        f"LATERAL (SELECT {TSV} AS v) AS m WHERE {within} AND {tapes} AND {where.sql} AND {likely} "
-        "AND m.v @@ to_tsquery('simple', %s) ORDER BY f.id DESC LIMIT %s"
-    )
-    params = [pg_query(q), *bounds, *tape_ids, *where.params, *words, query, wanted]
-    return [Found(*row) for row in fetch(sql, params)]
-
-
-def _likely(needed: list, where: Where) -> tuple[str, list[str]]:
-    """A condition every matching doc meets, cheap for the server to test: each tag group's, and each
-    word of the query among the doc's words (a prefix: as the start of one)."""
-    parts, params = [], []
-    for alternatives in where.tags:
-        parts.append("(" + " OR ".join(["strpos(f.tags, %s) > 0"] * len(alternatives)) + ")")
-        params += alternatives
-    for term in needed:
-        for n, word in enumerate(term.words, 1):
-            prefix = term.prefix and n == len(term.words)
-            parts.append("strpos(f.words, %s) > 0")
-            params.append(f" {word}" if prefix else f" {word} ")
-    return " AND ".join(parts) or "true", params
 
 
 def delete(first: int, last: int) -> None:

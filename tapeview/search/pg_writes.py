@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from django.db import connection
 
-from . import fresh, slices, windows, writes
+from . import fresh, pg_rows, slices, windows
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ class PostgreSQLWrites:
         if fresh.made(rows):
             return fresh.write, fresh.params(rows)
         slices.made(row[0] for row in rows)
-        return writes.pg_insert, writes.pg_params(rows)
+        return pg_rows.pg_insert, pg_rows.pg_params(rows)
 
     def write(
         self, prepared: tuple | None, meanwhile: Callable[[], T] | None = None

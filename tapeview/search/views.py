@@ -14,7 +14,6 @@ from tapeview.tapes import discovery
 from tapeview.tapes.models import Anchor, Tape
 
 from . import backends, catchup, engine
-from .backends import CANDIDATES
 from .entries import SEARCHABLE
 from .forms import KINDS, ROLES, SearchForm
 
@@ -56,7 +55,7 @@ def search(request: HttpRequest) -> HttpResponse:
         "hits": hits[:PAGE_SIZE],
         "sessions": _by_session(hits[:PAGE_SIZE], count) if count is not None else [],
         "count": count,
-        "candidates": CANDIDATES,
+        "candidates": backends.CANDIDATES,
         "searchable": SEARCHABLE,
         "behind": catchup.lag(),
         "waiting": backend.waiting() if (backend := backends.current()) else 0,

@@ -12,7 +12,7 @@ import time
 import pytest
 from django.db import connection, connections, transaction
 
-from tapeview.search import catchup, engine, fresh
+from tapeview.search import catchup, engine, fresh, fresh_search
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 from tests.search.test_dated_windows import TAPES, write_tape
@@ -54,15 +54,18 @@ def test_a_search_and_a_count_while_another_process_moves_a_block_see_each_doc_o
     expected = [(h.tape_label, h.pos) for h in engine.search("sparse", limit=200, order="time")]
     counted = engine.count("sparse").total
     assert len(expected) == 156 and counted == 156
-    real = fresh.found
 
-    def found(*args, **kwargs):  # a block moved between the reads of the two tables
-        thread, out = elsewhere(lambda: fresh.refine(blocks=1))
-        thread.join()
-        assert out["result"] > 0
-        return real(*args, **kwargs)
+    def moving(real):
+        def read(*args, **kwargs):  # a block moved between the reads of the two tables
+            thread, out = elsewhere(lambda: fresh.refine(blocks=1))
+            thread.join()
+            assert out["result"] > 0
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(fresh, "found", found)
+        return read
+
+    monkeypatch.setattr(fresh_search, "found", moving(fresh_search.found))
+    monkeypatch.setattr(fresh_search, "counted", moving(fresh_search.counted))
     assert [(h.tape_label, h.pos) for h in engine.search("sparse", limit=200, order="time")] == expected
     assert engine.count("sparse").total == counted
 
