@@ -1,4 +1,5 @@
-"""The write side of both engines: docs inserted in bulk, and the settings a search pass writes under.
+"""SQLite's write side: docs inserted in bulk, and the settings a search pass writes under
+(PostgreSQL's: search.pg_writes and search.pg_rows).
 
 The search pass (search.catchup) writes batches of tens of thousands of docs, one transaction each;
 what they cost besides tokenising is measured in bench/search_engines.py.
