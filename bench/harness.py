@@ -79,9 +79,9 @@ def upkeep(prefix: str = "") -> None:
     index, then its slices: all of them), timed."""
     from tapeview.search import backends
 
-    moved, _ = timed(lambda: backends.current().refine(None))
+    moving_s, _ = timed(lambda: backends.current().refine(None))
     seconds, _ = timed(lambda: backends.current().tidy(whole=True))
-    print(f"{prefix}the search index's upkeep after its pass: {moved:.0f} s + {seconds:.0f} s", flush=True)
+    print(f"{prefix}the search index's upkeep after its pass: {moving_s:.0f} s + {seconds:.0f} s", flush=True)
 
 
 def median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:

@@ -6,8 +6,8 @@ that, so it is a second pass, run by the background indexer when it has nothing 
 append. Each tape's progress (SearchedTape) is committed with each batch of docs: a killed pass goes on
 where it stopped, and a doc's id (tape << 32 | pos) is its place, so nothing is ever there twice. Lines
 are read by the lane (search.lane: most Bub lines without an Entry). The next batch is read while the
-database tokenises the one before (search.writes): on PostgreSQL in the server, on SQLite in a
-statement that lets this process's other threads run.
+database tokenises the one before: on PostgreSQL in the server (search.pg_rows), on SQLite in a
+statement that lets this process's other threads run (search.writes).
 """
 
 from __future__ import annotations

@@ -8,11 +8,12 @@ words, each once, under a GIN index of its own (a tenth of the pairs, or less: a
 themselves). `refine` then moves the docs into `search_doc` a block at a time, in id order, behind
 the pass, when the indexer has nothing else to do.
 
-A fresh doc is found exactly meanwhile: the blocks whose words hold every word of the query, newest
-first; in them, the docs whose words do (read again here from the stored text, as the pass made
-them); and those matched and ranked by the server as search_doc's would be (`found`). Search is
-slower on fresh docs, never different. A doc is in one table at a time: each write removes the
-other table's copies of its id range, and `refine` moves a block in one transaction.
+A fresh doc is found exactly meanwhile (search.fresh_search): the blocks whose words hold every word
+of the query, then the docs whose kept words do, matched and ranked by the server as search_doc's
+would be. Search is slower on fresh docs, never different. A doc is in one table at a time: each
+write removes the other table's copies of its id range (a batch is one tape's docs, or one memory
+store's), and `refine` moves a block in one transaction. Memory stores are written to search_doc
+directly (pg_writes.insert): the search pass alone makes fresh docs.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ INSERT = (
 # Room for a batch: its ids made before, fresh or indexed, go first (a plain INSERT costs the server
 # 0.96-1.14 s of the real tape's pass; with ON CONFLICT, 1.37-1.74 s).
 ROOM = (
-    "WITH fresh AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s) "
+    "WITH fresh AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s), "
+    "blocks AS (DELETE FROM search_chunk WHERE low >= %s AND high <= %s) "
     "DELETE FROM search_doc WHERE id BETWEEN %s AND %s"
 )
 # A range's blocks locked first, as `refine` locks its block before its docs: a write that meets a
@@ -64,7 +66,10 @@ TSV = "to_tsvector('simple', f.words) || array_to_tsvector(string_to_array(f.tag
 # A block's fresh docs moved into search_doc, in one statement (the server makes each tsvector).
 MOVE = (
     "WITH f AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s RETURNING *) "
-    f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) SELECT f.id, f.body, {FIELDS}, {TSV} FROM f"
+    f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) SELECT f.id, f.body, {FIELDS}, {TSV} FROM f "
+    # Never met as the docs are written (a doc is in one table at a time): a move can be repeated.
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ("body", *COLUMNS.split(", "), "tsv"))
 )
 
 
@@ -90,7 +95,7 @@ def params(rows: list[tuple]) -> list:
         chunks += _chunks(members, ids, parts.text_of, split, tags)
     return [
         [pg_body(t) for t in parts.texts],
-        [f" {words} " for words in said],  # spaced: a word is found as " word " (see _likely)
+        [f" {words} " for words in said],  # spaced: a word is found as " word " (see fresh_search._likely)
         *parts.labels,
         *parts.docs,
         *(list(column) for column in zip(*chunks, strict=True)),
@@ -106,14 +111,16 @@ def _chunks(members: list[int], ids: np.ndarray, text_of: list[int], split: list
         union.update(split[n - 1])
     if _size(union) <= CHUNK_BYTES:
         return [_chunk(members, ids, union, tags)]
-    made, run, union = [], [], set()
+    made, run, union, size = [], [], set(), 0
     for i in sorted(members, key=lambda i: ids[i]):
-        words = split[text_of[i] - 1]
-        if run and _size(union.union(words)) > CHUNK_BYTES:
+        new = set(split[text_of[i] - 1]) - union
+        if run and size + _size(new) > CHUNK_BYTES:
             made.append(_chunk(run, ids, union, tags))
-            run, union = [], set()
+            run, union, size = [], set(), 0
+            new = set(split[text_of[i] - 1])
         run.append(i)
-        union.update(words)
+        union |= new
+        size += _size(new)
     return [*made, _chunk(run, ids, union, tags)]
 
 
@@ -134,7 +141,7 @@ def write(params: list, meanwhile: Callable[[], T] | None = None) -> T | None:
     low, high = min(params[-5]), max(params[-4])  # its blocks' lowest and highest ids
     with connection.cursor() as cursor:
         cursor.execute(LOCK, [low, high])
-        cursor.execute(ROOM, [low, high, low, high])
+        cursor.execute(ROOM, [low, high] * 3)
     return pg_rows.pg_insert(params, meanwhile, sql=INSERT)
 
 

@@ -18,7 +18,8 @@ from .text import pg_query, terms
 @contextmanager
 def snapshot() -> Iterator[None]:
     """The statements within read one snapshot of both tables (REPEATABLE READ), so a block that
-    `refine` moves meanwhile is seen in one of them, once; within a caller's transaction, its own."""
+    `refine` moves meanwhile is seen in one of them, once. Within a caller's transaction they keep
+    its isolation (under READ COMMITTED, no such promise): no page or API call searches in one."""
     if connection.in_atomic_block:
         yield
         return

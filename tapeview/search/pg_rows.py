@@ -37,7 +37,8 @@ PG_INSERT = (
     "WITH texts AS MATERIALIZED (SELECT n, body, to_tsvector('simple', words) AS tsv "
     f"FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(body, words, n)), {PG_ROWS}, "
     # The batch's ids made before as fresh docs (search.fresh) are made again here.
-    "fresh AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s) "
+    "fresh AS (DELETE FROM search_fresh WHERE id BETWEEN %s AND %s), "
+    "blocks AS (DELETE FROM search_chunk WHERE low >= %s AND high <= %s) "
     f"INSERT INTO search_doc (id, body, {COLUMNS}, tsv) "
     f"SELECT id, body, {COLUMNS}, tsv || array_to_tsvector(string_to_array(tags, ' ')) "
     "FROM docs JOIN texts USING (n) JOIN labels USING (label) ON CONFLICT (id) DO UPDATE SET "
@@ -82,8 +83,7 @@ def pg_params(rows: list[tuple]) -> list:
         [pg_words(t) for t in texts],
         *parts.labels,
         *parts.docs,
-        min(ids),
-        max(ids),
+        *[min(ids), max(ids)] * 2,  # the range of the fresh docs and blocks it replaces
     ]
 
 

@@ -24,10 +24,14 @@ class PostgreSQLWrites:
         return doc_id, text, (tags, doc, tape_id, store_id, item, source, kind, name), pos, date
 
     def insert(self, rows: list[tuple]) -> None:
-        self.write(self.prepare(rows))
+        """A memory store's docs, into search_doc whatever their number: a store is written again
+        whole at each change, by whichever process saw it, and never made fresh."""
+        if rows:
+            slices.made(row[0] for row in rows)
+            pg_rows.pg_insert(pg_rows.pg_params(rows))
 
     def prepare(self, rows: list[tuple], apart: bool = False) -> tuple | None:
-        """What `write` sends of these rows: made by the search pass as it reads them (`apart` is
+        """What `write` sends of these rows (one tape's, as the search pass reads them; `apart` is
         SQLite's). A big batch is made fresh (see search.fresh)."""
         if not rows:
             return None
@@ -66,8 +70,8 @@ class PostgreSQLWrites:
         return fresh.refine(deadline)
 
     def analyze(self) -> None:
-        """Renewed statistics, so the planner knows a common word from a rare one (see _matching), and
-        the windows of `find` hold what they should."""
+        """Renewed statistics, so the planner knows a common word from a rare one (see
+        backends.PostgreSQL._matching), and the windows of `find` hold what they should."""
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE search_doc")
         windows.forget()

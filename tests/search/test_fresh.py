@@ -162,3 +162,30 @@ def test_where_no_indexer_runs_the_search_page_moves_fresh_docs_within_its_budge
     assert fresh.pending()
     assert operator_client.get("/search/", {"q": "sparse"}).status_code == 200
     assert not fresh.pending()  # 2,600 docs: well within the page's two seconds
+
+
+def test_a_memory_store_goes_straight_into_the_index_however_many_its_docs(memory_sources, monkeypatch):
+    """A store is written again whole at each change, by whichever process saw it: never fresh."""
+    from memory_admin import versions
+    from memory_admin.models import MemoryStore
+    from tapeview.search import feed
+
+    monkeypatch.setattr(fresh, "FRESH_DOCS", 1)
+    for store in MemoryStore.objects.all():
+        feed.index_store(store, versions.snapshot(store))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM search_fresh WHERE id < 0")
+        assert cursor.fetchone()[0] == 0
+        cursor.execute("SELECT count(*) FROM search_doc WHERE id < 0")
+        assert cursor.fetchone()[0] > 10
+    assert not fresh.pending()
+    assert any("<mark>Pixel</mark>" in h.snippet_html for h in engine.search_memory("Pixel"))
+
+
+def test_a_tape_made_again_directly_leaves_no_block_behind(fresh_tapes, monkeypatch):
+    a = Tape.objects.get(name="a")
+    catchup.SearchedTape.objects.filter(tape_id=a.pk).update(offset=0, next_pos=1)
+    monkeypatch.setattr(fresh, "FRESH_DOCS", 10**6)
+    waiting = fresh.waiting()
+    catchup.catch_up()
+    assert fresh.waiting() == waiting - 300  # its block went with its fresh docs

@@ -53,6 +53,7 @@ def drop(apps, schema_editor) -> None:
         return
     # The fresh docs go with their table: every tape's search pass begins again (as migration 0005).
     apps.get_model("search", "SearchedTape").objects.update(offset=0, next_pos=1)
+    apps.get_model("search", "IndexedStore").objects.all().delete()
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("DROP TABLE search_chunk")
         cursor.execute("DROP TABLE search_fresh")
