@@ -27,14 +27,13 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from . import pg_rows, slices, windows
+from . import pg_rows, slices
 from .docs import COLUMNS, fetch
 from .text import pg_body, pg_words
 
 BLOCK = 12  # a chunk row covers at most one block of 1 << BLOCK positions of a tape
 CHUNK_BYTES = 600_000  # ...and words of a tsvector of at most about this size (PostgreSQL's bound: 1 MB)
 FRESH_DOCS = settings.TAPEVIEW_SEARCH_FRESH_DOCS  # a batch of at least this many docs is made fresh
-ANALYZE_AFTER = 100_000  # docs moved after which the statistics are renewed (as search.catchup)
 T = TypeVar("T")
 FIELDS = ", ".join(f"f.{c}" for c in COLUMNS.split(", "))
 
@@ -164,14 +163,10 @@ def delete(first: int, last: int) -> None:
         cursor.execute("DELETE FROM search_chunk WHERE low >= %s AND high <= %s", [first, last])
 
 
-_moved = 0
-
-
 def refine(deadline: float | None = None, blocks: int | None = None) -> int:
     """Move fresh docs into search_doc, a block at a time, the lowest ids first (search_doc's rows then
     lie in id order, as the pass writes them and search walks them), until none is left, `deadline`
     (time.monotonic) has passed or `blocks` are moved. Returns how many docs were moved."""
-    global _moved
     moved = 0
     for _ in itertools.repeat(None) if blocks is None else range(blocks):
         if deadline is not None and time.monotonic() >= deadline:
@@ -188,10 +183,4 @@ def refine(deadline: float | None = None, blocks: int | None = None) -> int:
                 moved += max(cursor.rowcount, 0)
                 cursor.execute("DELETE FROM search_chunk WHERE id = %s", [chunk])
             slices.made([low, high])
-    _moved += moved
-    if _moved >= ANALYZE_AFTER or (_moved and not pending()):
-        _moved = 0
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE search_doc")
-        windows.forget()
     return moved

@@ -13,6 +13,8 @@ from django.db import connection
 from . import fresh, pg_rows, slices, windows
 
 T = TypeVar("T")
+ANALYZE_AFTER = 100_000  # docs moved after which the statistics are renewed (as search.catchup's)
+_moved = 0  # docs this process moved since it last renewed them
 
 
 class PostgreSQLWrites:
@@ -66,8 +68,15 @@ class PostgreSQLWrites:
         return fresh.waiting()
 
     def refine(self, deadline: float | None) -> int:
-        """Fresh docs into the GIN index (see search.fresh) until `deadline`, or all of them."""
-        return fresh.refine(deadline)
+        """Fresh docs into the GIN index (see search.fresh) until `deadline`, or all of them; the
+        statistics renewed after ANALYZE_AFTER docs moved, and once none is left."""
+        global _moved
+        moved = fresh.refine(deadline)
+        _moved += moved
+        if _moved >= ANALYZE_AFTER or (_moved and not fresh.pending()):
+            _moved = 0
+            self.analyze()
+        return moved
 
     def analyze(self) -> None:
         """Renewed statistics, so the planner knows a common word from a rare one (see

@@ -45,8 +45,7 @@ def pages() -> dict:
     return {(q, str(f), o, off): ranked(q, o, off, **f) for q, f in QUERIES for o, off in PAGES}
 
 
-@pytest.fixture
-def fresh_tapes(served, monkeypatch) -> int:
+def made_fresh(served, monkeypatch) -> int:
     """The eight tapes of test_dated_windows, each made searchable as fresh docs; returns their docs."""
     monkeypatch.setattr(catchup, "BATCH", 1000)
     monkeypatch.setattr(fresh, "FRESH_DOCS", 100)
@@ -54,9 +53,16 @@ def fresh_tapes(served, monkeypatch) -> int:
         write_tape(served["samples"] / f"{name}.jsonl", year, month, entries, newest=n >= 4)
         discovery.sync()
     catchup.catch_up()
+    return sum(entries for *_, entries in TAPES)
+
+
+@pytest.fixture
+def fresh_tapes(served, monkeypatch) -> int:
+    """made_fresh's tapes, searched with small windows (their deeper pages ranked on their own)."""
+    made = made_fresh(served, monkeypatch)
     monkeypatch.setattr(backends, "CANDIDATES", 40)
     monkeypatch.setattr(engine, "WINDOW", 20)
-    return sum(entries for *_, entries in TAPES)
+    return made
 
 
 def test_fresh_docs_are_found_as_the_index_finds_them_before_during_and_after_the_move(fresh_tapes):

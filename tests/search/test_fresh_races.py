@@ -15,7 +15,7 @@ from django.db import connection, connections, transaction
 from tapeview.search import catchup, engine, fresh, fresh_search
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
-from tests.search.test_dated_windows import TAPES, write_tape
+from tests.search.test_fresh import made_fresh
 
 pytestmark = [
     pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's fresh docs"),
@@ -41,12 +41,7 @@ def elsewhere(work):
 
 @pytest.fixture
 def fresh_tapes(served, monkeypatch) -> None:
-    monkeypatch.setattr(catchup, "BATCH", 1000)
-    monkeypatch.setattr(fresh, "FRESH_DOCS", 100)
-    for n, (name, year, month, entries) in enumerate(TAPES):
-        write_tape(served["samples"] / f"{name}.jsonl", year, month, entries, newest=n >= 4)
-        discovery.sync()
-    catchup.catch_up()
+    made_fresh(served, monkeypatch)
 
 
 @pytest.mark.django_db(transaction=True)
