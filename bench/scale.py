@@ -90,6 +90,9 @@ def main() -> int:
     print(
         f"corpus {folder}: {manifest['bytes'] / 1e6:,.0f} MB, {json.dumps(manifest['counts'])} ({made:.0f} s)"
     )
+    # A corpus just written leaves gigabytes for the kernel to write back, not to be timed with the first
+    # database (at scale 1 its rows ran 10-30% slower than a run on the corpus kept: docs/performance.md).
+    os.sync()
     failed = 0
     for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
         failed |= run_measure(db, folder, args)
