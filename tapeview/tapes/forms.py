@@ -9,7 +9,7 @@ from django import forms
 from django.db.models import F
 from django.db.models.functions import Lower
 
-from .listing import KINDS, NARROWINGS
+from .listing import KINDS, NARROWINGS, token_measure
 from .lookup import MAX_POS
 from .timeline import ONLY
 
@@ -89,7 +89,9 @@ class TapeListForm(forms.Form):
         field = Lower(SORTS[key]) if key in self.TEXT_COLUMNS else F(SORTS[key])
         # Tapes without times sort last either way.
         expr = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
-        return [expr, Lower("label"), "key"]
+        # Either way the totals come first, then the figures that are no total (nanobot's last turn).
+        measure = [token_measure()] if key == "tokens" else []
+        return [*measure, expr, Lower("label"), "key"]
 
     def columns(self, *, hosts: bool = False) -> list[tuple[str, str, str, str]]:
         """Each column's key, the sort its link asks for (a second click reverses), its title, its state.

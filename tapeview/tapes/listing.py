@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django import forms
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Case, Count, Max, Q, QuerySet, Sum, Value, When
 
 from tapeview.sources.spec import KNOWN_KINDS
 
-from . import discovery
+from . import discovery, usage
 from .models import Tape
 
 KINDS = KNOWN_KINDS  # the agent families a source can hold: the index filters by them
@@ -67,6 +67,17 @@ def tapes(
         if value not in (None, "") and name in NARROWINGS:
             found = NARROWINGS[name].narrow(found, value)
     return found
+
+
+def token_measure() -> Case:
+    """What a session's Tokens figure is, as the token sort ranks it: the tape's total (0), a figure
+    that is no total (1: nanobot's last turn, usage.PARTIAL) or none (2). Ranked first, the sort
+    compares totals with totals and never places a last turn among them by its number."""
+    return Case(
+        When(tokens__isnull=True, then=Value(2)),
+        When(kind__in=list(usage.PARTIAL), then=Value(1)),
+        default=Value(0),
+    )
 
 
 def source_labels() -> QuerySet:

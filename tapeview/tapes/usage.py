@@ -1,5 +1,5 @@
 """What each agent family records of its token usage (formats/*.md), decided and worded once: for
-the tape's header, the session list and the phase table."""
+the tape's header, the session list (its Tokens column and sort) and the phase table."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ UNRECORDED = {
     "yachiyo": "yachiyo records no token usage",
     "araliya": "araliya's transcript records no token usage",
 }
-# Families that record some usage, but not per model call: what their tape's total is (the tape),
-# and why their phases show none (the phase table).
+# Families that record some usage, but not per model call: what their tape's figure is (the tape),
+# what the session list calls it beside the totals (figure), and why their phases show none (phase).
 PARTIAL = {
     "nanobot": {
         "tape": "nanobot keeps only its last turn's usage (_last_usage): the tokens of that turn",
+        "figure": "last turn",
         "phase": "nanobot keeps only its last turn's usage (see the context budget), none per phase",
     },
 }
@@ -30,6 +31,17 @@ def unrecorded(kind: str) -> str:
 def tape_note(kind: str) -> str:
     """Why a tape's token total is missing, or what the one it shows is ("": nothing to say)."""
     return UNRECORDED.get(kind) or PARTIAL.get(kind, {}).get("tape", "")
+
+
+def figure(kind: str) -> str:
+    """What a tape's token figure is when it is not the tape's total ("": a total, or none at all)."""
+    return PARTIAL.get(kind, {}).get("figure", "")
+
+
+def column_note() -> str:
+    """The session list's Tokens heading: which figures its sort compares, and where the others go."""
+    others = ", ".join(f"{kind}: {part['figure']}" for kind, part in PARTIAL.items())
+    return f"The tokens each tape records in all; a figure that is no total ({others}) sorts after the totals"
 
 
 def phase_note(kind: str) -> str:

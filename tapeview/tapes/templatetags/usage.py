@@ -17,6 +17,17 @@ def usage_note(tape: Any) -> str:
 
 
 @register.filter
+def tokens_figure(tape: Any) -> str:
+    """What the tape's token figure is when it is not its total (nanobot's "last turn"), else ""."""
+    return usage.figure(getattr(tape, "kind", ""))
+
+
+@register.simple_tag
+def tokens_column_note() -> str:
+    return usage.column_note()
+
+
+@register.filter
 def tokens_unrecorded(tape: Any) -> str:
     """ "not recorded by <family>" for a family that records no token usage, else ""."""
     return usage.unrecorded(getattr(tape, "kind", ""))
