@@ -116,12 +116,10 @@ class Watcher:
                 ignore_permission_denied=True,
                 raise_interrupt=False,
             )
-            first = True
-            for changes in changes_seen:
-                if first:
+            for n, changes in enumerate(changes_seen):
+                if n == 0:
                     # Watching from now on: what changed between the first pass and now is caught here.
                     self._guarded(self.catch_up)
-                    first = False
                 if changes:
                     self._guarded(lambda changes=changes: self.apply(changes))
                 self._tick()
@@ -137,7 +135,12 @@ class Watcher:
             # with a link loop either way): look at the files every BEAT, and try watching again
             # after a full pass's time. Said once each time, not at every try.
             failed = f"watching {', '.join(roots)} failed ({type(exc).__name__}: {exc})"
-            if self.force_polling is None:
+            if isinstance(exc, RuntimeError) and str(exc).startswith("Unable to decode path"):
+                # watchfiles' WatchfilesRustInternalError (a private module's) for a name that is not UTF-8
+                # (a file not read: paths.refusal): it ends a watch at its first change, notified or
+                # polled alike, so no reason to watch another way. What else changed then is in the files.
+                self._guarded(self.catch_up)
+            elif self.force_polling is None:
                 self.force_polling = True
                 log.warning("%s; watching by polling from now on", failed)
             else:
@@ -281,12 +284,9 @@ class Watcher:
             self._refresh_one(tape)
 
     def _source_of(self, path: str) -> SourceSpec | None:
-        best = None
-        for spec in self.specs:
-            root = str(spec.path).rstrip(os.sep) + os.sep
-            if path.startswith(root) and (best is None or len(str(spec.path)) > len(str(best.path))):
-                best = spec
-        return best
+        """The source whose folder holds `path`: the deepest, where one source's folder is in another's."""
+        holding = [s for s in self.specs if path.startswith(str(s.path).rstrip(os.sep) + os.sep)]
+        return max(holding, key=lambda s: len(str(s.path)), default=None)
 
 
 def start_in_background(
