@@ -20,6 +20,8 @@ LIVE_PAGE_SIZE = 2 * timeline.PAGE_SIZE
 class TailForm(TimelineForm):
     # The first entry the reader's page shows: how many it holds already, and its pager's start.
     first = forms.IntegerField(required=False, min_value=1)
+    # It shows the error steps: their "only errors (N)" is counted again with the header.
+    steps = forms.BooleanField(required=False)
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,7 @@ def tape_tail(request: HttpRequest, key: str) -> HttpResponse:
         # The reader's page showed no entries: with the first, its pagers (and no "no entries" note).
         "first_entries": empty and bool(page.items),
         "live_empty": empty and not page.items,
+        "steps": form.cleaned_data.get("steps"),  # its "only errors (N)", counted from the tape's row
     }
     if appended.items and tape.phase_count < PHASE_ROWS:
         # The phase the tape ends in grew (or a new one began): the table again, from the anchor rows.
