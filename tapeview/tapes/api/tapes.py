@@ -40,6 +40,14 @@ class SourceOut(Schema):
         description="bytes its files held when the indexer last looked (equal: caught up)"
     )
     search_behind: int = Field(description="indexed entries not yet searchable; 0 when caught up")
+    root_is_link: bool = Field(
+        description="the configured folder is, or lies below, a symbolic link (the Sources page names "
+        "the folder it leads to; folders are not shown here)"
+    )
+    root_swapped: bool = Field(
+        description="the link now leads to another folder than when Tapeview started reading it: the "
+        "first folder is still read until Tapeview restarts (ok is false)"
+    )
 
 
 class TapeOut(Schema):
@@ -57,7 +65,10 @@ class TapeOut(Schema):
     first_at: datetime | None
     last_at: datetime | None
     size_bytes: int
-    tokens: int | None = Field(description="the token usage the agent recorded; null: it recorded none")
+    tokens: int | None = Field(
+        description="the token usage the agent recorded: the tape's total, but nanobot (kind nanobot) keeps"
+        " only its last turn's; sort=tokens orders by the number alone; null: none recorded"
+    )
     errors: int = Field(
         description="failed tool calls, runs and steps: GET .../entries?errors=true lists them"
     )
@@ -170,6 +181,8 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
             "indexed_bytes": h.indexed_bytes,
             "total_bytes": h.total_bytes,
             "search_behind": h.search_behind,
+            "root_is_link": h.root is not None,
+            "root_swapped": bool(h.root and h.root.swapped),
         }
         for h in health.source_health()
     ]
