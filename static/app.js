@@ -47,6 +47,13 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape" && event.target === searchInput()) {
+      // Leaving the box gives the keys back ("/" returns to it). The words and their results stay:
+      // Chrome's own Escape in a search box would clear them.
+      event.preventDefault();
+      event.target.blur();
+      return;
+    }
     if (isTyping(event.target)) return;
     if (event.key === "/") {
       if (focusSearch()) event.preventDefault();

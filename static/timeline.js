@@ -9,6 +9,7 @@
   const KINDS = ["message", "tool", "event", "system", "anchor"];
   const HIDDEN_KEY = "tapeview.timeline.hidden";
   const COMPACT_KEY = "tapeview.timeline.compact";
+  const CHOSEN_KEY = "tapeview.timeline.chosen"; // the entry `e` opened on another page, in this tab
   const NAVIGABLE = "#entries .entry, #entries .anchor, #entries details.fold > summary";
   const root = document.documentElement;
 
@@ -142,6 +143,11 @@
     const pos = document.getElementById("entries")?.dataset.nextError;
     if (pos) {
       say("Opening the next error…");
+      try {
+        window.sessionStorage.setItem(CHOSEN_KEY, "e" + pos);
+      } catch (err) {
+        /* storage refused: the error is still shown, without the focus */
+      }
       const url = new URL(window.location.href);
       url.search = "?at=" + pos;
       url.hash = "#e" + pos;
@@ -264,10 +270,25 @@
     current = el;
   }
 
+  // The error `e` opened on another page is chosen there as it is on the page itself: focused, so
+  // that the next key starts from it. An entry a link names is only shown.
+  function takeChosen() {
+    try {
+      const id = window.sessionStorage.getItem(CHOSEN_KEY);
+      window.sessionStorage.removeItem(CHOSEN_KEY);
+      return id;
+    } catch (err) {
+      return null;
+    }
+  }
+
   function revealHash() {
     const id = decodeURIComponent(window.location.hash.slice(1));
     const el = id ? document.getElementById(id) : null;
-    if (el && el.closest("#entries")) reveal(el);
+    const chosen = takeChosen();
+    if (!el || !el.closest("#entries")) return;
+    reveal(el);
+    if (chosen === id) choose(el);
   }
 
   // The live end
