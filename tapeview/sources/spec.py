@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from .roots import pinned
 
 Detector = Callable[[Path], str | None]
 
@@ -23,16 +25,23 @@ class SourceSpecError(ValueError):
 class SourceSpec:
     label: str
     kind: str
-    path: Path
+    path: Path  # the folder read: links followed (see roots.pinned)
     detected: bool = False  # the kind was told by the folder's content, not by the spec
+    given: Path | None = None  # the path as configured, links not followed (None: made by code)
 
     @property
     def known(self) -> bool:
         return self.kind != UNKNOWN
 
+    @property
+    def configured(self) -> Path:
+        return self.path if self.given is None else self.given
+
     def __str__(self) -> str:
-        # A source of unknown kind stays a bare path: read again, it is detected again.
-        return f"{self.label}={self.kind}:{self.path}" if self.known else f"{self.label}={self.path}"
+        # A source of unknown kind stays a bare path: read again, it is detected again. The path as
+        # given, so a root given as a link stays one (the Sources page says where it leads).
+        path = self.configured
+        return f"{self.label}={self.kind}:{path}" if self.known else f"{self.label}={path}"
 
 
 def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
@@ -47,12 +56,13 @@ def parse_source(text: str, detect: Detector | None = None) -> SourceSpec:
     kind = m["kind"]
     if kind is not None and kind not in KNOWN_KINDS:
         raise SourceSpecError(f"unknown source kind {kind!r} in {text!r} (known: {', '.join(KNOWN_KINDS)})")
-    path = Path(m["path"].strip()).expanduser().resolve()
+    given = Path(m["path"].strip()).expanduser().absolute()
+    path = pinned(given)
     detected = kind is None
     if kind is None:
         kind = (detect(path) if detect else None) or UNKNOWN
     label = m["label"] or _default_label(path)
-    return SourceSpec(label, kind, path, detected)
+    return SourceSpec(label, kind, path, detected, given)
 
 
 def _default_label(path: Path) -> str:
@@ -71,5 +81,5 @@ def parse_sources(items: list[str] | str, detect: Detector | None = None) -> lis
         while label in seen:
             label, n = f"{spec.label}-{n}", n + 1
         seen.add(label)
-        specs.append(SourceSpec(label, spec.kind, spec.path, spec.detected))
+        specs.append(replace(spec, label=label))
     return specs

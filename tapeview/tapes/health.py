@@ -10,6 +10,7 @@ from django.db.models import Case, Count, F, Max, Q, Sum, When
 from django.utils import timezone
 
 from tapeview.sources import Refusal, SourceSpec, undetected, unread_folders
+from tapeview.sources.roots import RootLink, root_link
 
 from .discovery import configured_sources, source_files, sync_if_stale, this_host, watcher
 from .models import Indexer, SourceSize, Tape
@@ -31,10 +32,11 @@ class SourceHealth:
     total_bytes: int = 0
     # Entries indexed but not yet searchable: the search pass runs behind the offset index.
     search_behind: int = 0
+    root: RootLink | None = None  # how the configured root reaches the folder read, when a link is on the way
 
     @property
     def ok(self) -> bool:
-        return self.found and self.readable and not self.problems
+        return self.found and self.readable and not self.problems and not (self.root and self.root.trouble)
 
     @property
     def percent(self) -> int:
@@ -124,6 +126,7 @@ def source_health() -> list[SourceHealth]:
         health.unreadable, health.last_indexed = stats["unreadable"] or 0, stats["last"]
         health.indexed_bytes, health.total_bytes = figures.get(spec.label, (0, 0))
         health.search_behind = behind.get(spec.label, 0)
+        health.root = root_link(spec)
         if not found:
             health.problems.append(f"{spec.path} does not exist")
         elif not health.readable:

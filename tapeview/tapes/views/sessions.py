@@ -109,7 +109,8 @@ def _index(query: str) -> str:
 
 def source_list(request: HttpRequest) -> HttpResponse:
     """Every configured source: its kind (or that it cannot be told), health, how far it is indexed,
-    problems and the subfolders it does not read. Template `tapes/source_list.html`, context
+    problems, the subfolders it does not read, and where a root given as a link leads (and whether
+    it was swapped: `root`, roots.RootLink). Template `tapes/source_list.html`, context
     `sources` (SourceHealth), `rows` (each SourceHealth with its listing.SourceFiles: the sessions
     the index lists, apart from the sidecars and backups listed with them) and `indexing`
     (health.Indexing: the watcher's heartbeat); when the index holds more than one host,
