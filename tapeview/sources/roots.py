@@ -14,10 +14,6 @@ import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .spec import SourceSpec
 
 _first: dict[str, Path] = {}  # a root as given -> the folder it led to when this process first found it
 
@@ -61,14 +57,12 @@ class RootLink:
         return f"{self.given} {how} {self.now}: that folder is read"
 
 
-def root_link(spec: SourceSpec) -> RootLink | None:
-    """How the source's root reaches its folder, or None when it is that folder, with no link on the way.
+def root_link(given: Path, read: Path) -> RootLink | None:
+    """How a root as configured (`given`) reaches the folder read (`read`: pinned's), or None when it is
+    that folder, with no link on the way (SourceSpec.root_link).
 
     One stat and one realpath of the root: cheap enough for every Sources page (there are few roots).
     """
-    given = spec.configured
-    # A spec made by code, not parsed from a setting, is read through its links as they are now.
-    read = spec.path if spec.given is not None else Path(os.path.realpath(spec.path))
     direct = os.path.islink(given)
     try:
         os.stat(given)

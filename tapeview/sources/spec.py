@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .roots import pinned
+from .roots import RootLink, pinned, root_link
 
 Detector = Callable[[Path], str | None]
 
@@ -36,6 +37,12 @@ class SourceSpec:
     @property
     def configured(self) -> Path:
         return self.path if self.given is None else self.given
+
+    def root_link(self) -> RootLink | None:
+        """How the root as configured reaches the folder read, where a link is on the way (roots.py).
+        A spec made by code, not parsed from a setting, is read through its links as they are now."""
+        read = self.path if self.given is not None else Path(os.path.realpath(self.path))
+        return root_link(self.configured, read)
 
     def __str__(self) -> str:
         # A source of unknown kind stays a bare path: read again, it is detected again. The path as

@@ -10,7 +10,7 @@ from django.db.models import Case, Count, F, Max, Q, Sum, When
 from django.utils import timezone
 
 from tapeview.sources import Refusal, SourceSpec, undetected, unread_folders
-from tapeview.sources.roots import RootLink, root_link
+from tapeview.sources.roots import RootLink
 
 from .discovery import configured_sources, source_files, sync_if_stale, this_host, watcher
 from .models import Indexer, SourceSize, Tape
@@ -126,7 +126,7 @@ def source_health() -> list[SourceHealth]:
         health.unreadable, health.last_indexed = stats["unreadable"] or 0, stats["last"]
         health.indexed_bytes, health.total_bytes = figures.get(spec.label, (0, 0))
         health.search_behind = behind.get(spec.label, 0)
-        health.root = root_link(spec)
+        health.root = spec.root_link()
         if not found:
             health.problems.append(f"{spec.path} does not exist")
         elif not health.readable:
