@@ -7,18 +7,20 @@ from __future__ import annotations
 import bisect
 import re
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
 from tapeview.sources import Entry, reader
 from tapeview.sources.bub_lines import DISPLAY_PARSE_LIMIT
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, ContextMessage, content_text, json_text
+from tapeview.sources.raw_bytes import open_file
 
+from . import copy_reader, timeline, tokenizer
 from . import rows as index_rows
-from . import timeline, tokenizer
 from .context import SENT_KINDS
 from .models import Tape
-from .rows import Rows
+from .rows import Row, Rows
 
 CAP_CHARS = 2_000_000
 MESSAGE_OVERHEAD = 3  # tokens a chat message costs besides its text (OpenAI's counting guide)
@@ -33,6 +35,12 @@ CHARS_PER_TOKEN = 4
 # line priced so (at CHARS_PER_TOKEN) comes to more than its exact count for 3 lines in 194, by a few
 # tokens each, and all of them to half of it.
 LINE_ENVELOPE = 250
+# A line written with json.dumps' default escapes (ensure_ascii: nanobot before v0.1.4.post1, say)
+# spells a character outside ASCII `\u4e2d`, six bytes for the three of its UTF-8: lines never read
+# are priced less the share of their bytes the escapes take past their characters in a sample of
+# them, the newest, SAMPLE_BYTES at most, counted in the bytes without decoding them.
+SAMPLE_BYTES = 256 * 1024
+SAMPLE_ROWS = 256
 
 
 class Estimate:
@@ -109,23 +117,56 @@ def read_context(
 ) -> tuple[list[Entry], list[tuple[int, int]]]:
     """An Estimate's entries and `unread`: the newest entries after `start`, at most `max_rows` and
     `max_bytes` of them read (of a line too big to parse, its head only); the context's older ones
-    not read, as (pos, bytes of text), those past `max_rows` summed from the index's lengths."""
+    not read, as (pos, bytes of text: escapes counted as their characters, SAMPLE_BYTES), those
+    past `max_rows` summed from the index's lengths."""
     rows = (index or index_rows.of(tape)).after(start)
     newest = rows.tail(max_rows + 1)[::-1]
-    kept, unread, size = [], [], 0
+    kept, unread, size, sample = [], [], 0, []
     for row in newest[:max_rows]:
         size += DISPLAY_PREVIEW_BYTES if row.length > DISPLAY_PARSE_LIMIT else row.length
         if size <= max_bytes:
             kept.append(row)
         elif row.readable and row.context and row.kind in SENT_KINDS:
             unread.append((row.pos, max(0, row.length - LINE_ENVELOPE)))
+            sample.append(row)
     if len(newest) > max_rows:
         older = rows.before(newest[max_rows - 1].pos).where(readable=True, context=True, kinds=SENT_KINDS)
         text = (
             np.maximum(c.columns["length"][i].astype(np.int64) - LINE_ENVELOPE, 0) for c, i in older.chunks()
         )
         unread.append((start + 1, sum(int(t.sum()) for t in text)))
+        sample += older.tail(SAMPLE_ROWS)[::-1]
+    share = _escaped_share(tape, sample) if unread else 0.0
+    unread = [(pos, int(size * (1 - share))) for pos, size in unread]
     return sorted(timeline.read_rows(tape, kept), key=lambda e: e.pos), unread
+
+
+def _escaped_share(tape: Tape, rows: list[Row]) -> float:
+    """The share of these lines' text (less LINE_ENVELOPE each) that their escapes take past the
+    characters they stand for, in at most SAMPLE_BYTES of them read in this order."""
+    lines, text, left = [], 0, SAMPLE_BYTES
+    # Another host's file: its copy in the database. Opened once: a few hundred short lines.
+    with copy_reader.reading(tape.host), open_file(Path(tape.path)) as f:
+        for row in rows:
+            if left <= 0:
+                break
+            f.seek(row.offset)
+            lines.append(f.read(min(row.length, left)))
+            left -= len(lines[-1])
+            text += max(0, len(lines[-1]) - LINE_ENVELOPE)
+    return min(_escaped_bytes(b"\n".join(lines)) / text, 1.0) if text else 0.0
+
+
+def _escaped_bytes(raw: bytes) -> int:
+    """The bytes `\\uXXXX` escapes take in raw JSON past the UTF-8 of their characters: 3 of 6 for
+    most (`\\u4e2d`), 4 below U+0800 (`\\u00e9`), 4 of each half of a pair (`\\ud83d\\ude00`).
+    Counted, not decoded (the sample is big); `\\\\u` is a backslash written before a `u`."""
+    escapes = raw.count(b"\\u") - raw.count(b"\\\\u")
+    return 3 * escapes + len(_SHORTER.findall(raw)) if escapes else 0
+
+
+# An escape whose character takes a byte less than 3 of UTF-8 (under U+0800: 2), or half a pair (4 for two).
+_SHORTER = re.compile(rb"\\u(?:0[0-7]|d[89a-f])")
 
 
 def _by_rate(size: int, tokens: int, sample: int) -> int:

@@ -140,7 +140,8 @@ def test_the_tape_api_says_a_handoff_would_wait_while_a_line_is_being_written(
 
 
 def test_a_huge_result_of_escaped_chinese_text_is_priced_as_the_model_reads_it(reader, served) -> None:
-    # Bub writes JSON with its default escapes: each character is six bytes (\u4e2d) in the line.
+    # Written with json.dumps' default escapes (Bub 0.5 writes UTF-8; older nanobot escaped): each
+    # character is six bytes (\u4e2d) in the line.
     result = "中文测试结果，第一行。\n" * (3 * MB // 72)
     k = write(served["samples"], "big_chinese", turn(result))
     body = reader.get(f"/api/tapes/{k}/budget").json()
