@@ -46,7 +46,7 @@ class Change:
     yours: str | None = None  # what it writes: the note, the entry, the key's value
     now_words: str = ""  # where the write replaces one entry or key: that one on the newer version
     now: str | None = None  # its value there (None: not there)
-    changes: list | None = None  # a restore's diff, the newer version against what it writes
+    changes: list | diff.TooLarge | None = None  # a restore's diff, the newer version against what it writes
 
 
 # A write in words, built where its page builds the write and asked for only if it is stale: some
@@ -94,10 +94,10 @@ def conflict_page(
         "base": base,
         "base_part": base_part,
         "theirs_whole": stale.current_text,
-        "theirs_diff": diff.line_diff(base_text, stale.current_text) if base_text is not None else None,
+        "theirs_diff": diff.rows(base_text, stale.current_text) if base_text is not None else None,
         "theirs": theirs,
         "mine": mine,
-        "mine_diff": diff.line_diff(theirs, mine) if mine is not None else None,
+        "mine_diff": diff.rows(theirs, mine) if mine is not None else None,
         "change": change(store, stale) if change is not None and mine is None else None,
         "action": request.path,
         "fields": fields,

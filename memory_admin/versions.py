@@ -100,14 +100,14 @@ def diff_pair(store: MemoryStore, frm: str | None = None, to: str | None = None)
     return DiffPair(frm, to, old, new)
 
 
-def restore_changes(store: MemoryStore, version: str) -> tuple[list | None, str]:
+def restore_changes(store: MemoryStore, version: str) -> tuple[list | diff.TooLarge | None, str]:
     """What restoring `version` changes, the file now against it, and the version the file is now:
     the question before a restore shows that diff and is answered on top of that version. (None,
     "") where either cannot be read here (no such version, a file unreadable or on a host with no
     copy: the restore itself says why)."""
     try:
         now = snapshot(store)
-        return diff.line_diff(now.text, version_text(store, version)), now.version
+        return diff.rows(now.text, version_text(store, version)), now.version
     except (LookupError, StoreError):  # TapeNotFound, NotCopied: LookupErrors
         return None, ""
 

@@ -124,7 +124,8 @@ def store_preview(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def store_diff(request: HttpRequest, key: str) -> HttpResponse:
-    """Two versions compared (`?frm=&to=`), or the `only` one. Template `memory_admin/store_diff.html`."""
+    """Two versions compared (`?frm=&to=`), or the `only` one. Template `memory_admin/store_diff.html`
+    (`lines`: the rows, or a diff.TooLarge saying how far two versions too large to compare differ)."""
     store, form = find_store(key), DiffForm(request.GET)
     form.is_valid()
     ctx: dict = {"store": store}
@@ -142,7 +143,7 @@ def store_diff(request: HttpRequest, key: str) -> HttpResponse:
         return render(request, "memory_admin/store_diff.html", {**ctx, "only": choices[0]})
     unlisted = pair.frm is not None and all(c.version != pair.frm for c in choices)  # behind a cut list
     ctx.update(versions=choices, frm=pair.frm, frm_unlisted=unlisted, to=pair.to)
-    ctx.update(lines=diff.line_diff(pair.old, pair.new))
+    ctx.update(lines=diff.rows(pair.old, pair.new))  # or diff.TooLarge, which the page says
     return render(request, "memory_admin/store_diff.html", ctx)
 
 
@@ -242,7 +243,11 @@ def _outcome_page(
 
 
 def confirm_page(
-    request: HttpRequest, store: MemoryStore, question: str, changes: list | None = None, now: str = ""
+    request: HttpRequest,
+    store: MemoryStore,
+    question: str,
+    changes: list | diff.TooLarge | None = None,
+    now: str = "",
 ) -> HttpResponse:
     """The question before a destructive write, with the same form to send again, confirmed (a page:
     no script's confirm()), and what it changes where known: a diff against the file at version `now`,

@@ -23,7 +23,6 @@ from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 from .. import asof, export, versions, writes
 from ..blame import blame
 from ..catalog import refresh_stat, refusal, sync_stores
-from ..diff import unified
 from ..kinds import kind_of
 from ..models import MemoryStore
 from ..stores.model import Snapshot, StaleEdit, StoreError
@@ -42,6 +41,7 @@ from .schemas import (
     StorePageOut,
     VersionPageOut,
     conflict,
+    diff_out,
 )
 
 router = Router(tags=["memory"])
@@ -202,9 +202,7 @@ def get_diff(
         pair = versions.diff_pair(store, frm, to)
     except LookupError as exc:
         raise Http404(str(exc)) from None
-    title = store.title
-    diff = unified(pair.old, pair.new, f"{title}@{pair.frm or 'empty'}", f"{title}@{pair.to}")
-    return {"from_version": pair.frm, "to_version": pair.to, "diff": diff}
+    return diff_out(pair, store.title)
 
 
 def queue_write(store: MemoryStore, action: str, params: dict, actor: Actor):

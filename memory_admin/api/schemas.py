@@ -11,8 +11,9 @@ from pydantic_core import PydanticCustomError
 
 from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn
 
-from ..diff import unified
+from ..diff import COMPARED_CHARS, COMPARED_LINES, too_large, unified
 from ..stores.model import MAX_TEXT, StaleEdit, text_problem
+from ..versions import DiffPair
 
 BASE_VERSION = r"^[\w:.-]+$"
 
@@ -87,10 +88,41 @@ class VersionOut(Schema):
     summary: str = Field(description="what changed, as the store page says it")
 
 
+class DiffExtentOut(Schema):
+    first_line: int = Field(description="the first line that differs (1-based)")
+    old_lines: int = Field(description="lines of `from_version` from there to the lines both end with")
+    new_lines: int = Field(description="lines of `to_version` from there to the lines both end with")
+    old_bytes: int = Field(description="the size of `from_version`, in UTF-8 bytes")
+    new_bytes: int = Field(description="the size of `to_version`, in UTF-8 bytes")
+
+
 class DiffOut(Schema):
     from_version: str | None = Field(description="null: from nothing (the first version)")
     to_version: str
-    diff: str = Field(description="a unified diff")
+    diff: str = Field(description="a unified diff (empty where `too_large`)")
+    too_large: bool = Field(
+        description=f"the versions differ in more lines than are compared ({COMPARED_LINES:,}, or "
+        f"{COMPARED_CHARS:,} characters, between the lines both start and end with): no diff is given, "
+        "`extent` says how far they differ"
+    )
+    extent: DiffExtentOut | None = Field(
+        description="where `too_large`: where and how far the versions differ"
+    )
+
+
+def diff_out(pair: DiffPair, title: str) -> dict:
+    """The diff API's answer: the diff of two versions, or how far they differ where they are too large
+    to compare."""
+    if found := too_large(pair.old, pair.new):
+        return {
+            "from_version": pair.frm,
+            "to_version": pair.to,
+            "diff": "",
+            "too_large": True,
+            "extent": found.extent,
+        }
+    text = unified(pair.old, pair.new, f"{title}@{pair.frm or 'empty'}", f"{title}@{pair.to}")
+    return {"from_version": pair.frm, "to_version": pair.to, "diff": text, "too_large": False, "extent": None}
 
 
 class ExportIn(Schema):
