@@ -16,3 +16,13 @@ FLAGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 VIEWPORT = {"width": 1400, "height": 1000}
+PASSWORD = "a long test password"  # every test user's (tests/conftest.py user_factory)
+
+
+def sign_in(page, url: str, name: str = "vera", then: str = "") -> None:
+    """Sign in at `url`'s login form as `name` (made by user_factory), going on to `then` if given.
+    The caller says what it expects to see next."""
+    page.goto(f"{url}/login/" + (f"?next={then}" if then else ""))
+    page.fill("input[name=username]", name)
+    page.fill("input[name=password]", PASSWORD)
+    page.get_by_role("button", name="Sign in").click()

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 pytestmark = pytest.mark.django_db
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -35,10 +35,7 @@ def test_swagger_renders_and_its_link_leads_back_to_the_sessions(
     user_factory("vera", "viewer")
     refused: list[str] = []
     page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
-    page.goto(f"{live_server.url}/login/?next=/api/docs")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, live_server.url, "vera", "/api/docs")
     expect(page.locator("#swagger-ui .opblock").first).to_be_visible()  # Swagger's own script ran
     assert refused == []
     page.screenshot(path=str(ARTIFACTS / "api-docs-back-link.png"))

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -24,10 +24,7 @@ def test_a_viewer_follows_a_blamed_line_to_the_memory_save_call(
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{live_server.url}/login/")
-        page.fill("input[name=username]", "vera")
-        page.fill("input[name=password]", "a long test password")
-        page.get_by_role("button", name="Sign in").click()
+        sign_in(page, live_server.url)
 
         page.get_by_role("link", name="Memory").first.click()
         page.get_by_role("link", name="memory zone").first.click()

@@ -9,17 +9,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def sign_in(page: Page, url: str, name: str) -> None:
-    page.goto(f"{url}/login/")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_an_edit_says_saved_as_its_version_and_the_header_shows_the_new_file(

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,13 +21,6 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def site(live_server, settings, tape_file: Path) -> str:
     settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
     return live_server.url
-
-
-def sign_in(page: Page, site: str, name: str) -> None:
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
 
 
 def test_an_operator_reviews_an_entry_from_the_timeline_and_sees_the_badge(

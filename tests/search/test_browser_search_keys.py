@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser import sign_in
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
@@ -18,10 +20,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def search_page(page: Page, site: str, user_factory) -> str:
     """Signed in; the address of the search page."""
     user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site)
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     return f"{site}/search/"
 

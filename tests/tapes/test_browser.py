@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 from tapeview.accounts import signin
 from tapeview.accounts.roles import set_role
 from tapeview.tapes import discovery
-from tests.browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -65,10 +65,7 @@ def test_pages_work_without_javascript(site: str, user_factory) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_context(java_script_enabled=False).new_page()
-        page.goto(f"{site}/login/")
-        page.fill("input[name=username]", "olga")
-        page.fill("input[name=password]", "a long test password")
-        page.get_by_role("button", name="Sign in").click()
+        sign_in(page, site, "olga")
         page.fill("input[name=q]", "telegram")
         page.get_by_role("button", name="Filter").click()
         expect(page.locator("table.sessions tbody tr")).to_have_count(1)
@@ -97,10 +94,7 @@ def test_the_index_shows_all_four_families_and_each_timeline_opens(
     page: Page, four_families, user_factory
 ) -> None:
     user_factory("vera", "viewer")
-    page.goto(f"{four_families}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, four_families)
 
     page.get_by_role("link", name="Sources").click()
     for kind in ("bub", "nanobot", "yachiyo", "araliya"):
@@ -131,10 +125,7 @@ def test_operator_hands_off_a_tape_and_finds_the_handoff_by_search(
 ) -> None:
     settings.TAPEVIEW_QUIET_SECONDS = 0
     user_factory("olga", "operator")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "olga")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site, "olga")
 
     page.get_by_role("link", name="telegram:-1001234567890").click()
     page.get_by_role("link", name="Hand off…").click()

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 from .test_budget import last_reported_since_last_anchor
 from .test_phases import bub_lines, expected_bub_phases
@@ -35,10 +35,7 @@ def test_phase_table_sorts_by_tokens_and_the_lineage_opens(
         expected, key=lambda p: p["tokens"]["prompt"] + p["tokens"]["completion"], reverse=True
     )
     user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site)
 
     tape = Tape.objects.get(name="session_realistic")
     page.goto(f"{site}/tapes/{tape.key}/")

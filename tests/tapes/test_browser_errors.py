@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tapeview.tapes import rows
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 from .operator_sources import serve, tape
 
@@ -35,10 +35,7 @@ def test_an_operator_follows_a_nanobot_sessions_errors_and_exports_it(
     page: Page, site: str, user_factory, tmp_path: Path
 ) -> None:
     user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site)
 
     t = tape("discord:1187654321098765432", "old")
     failing = [r.pos for r in rows.of(t).where(errors=True).all()]

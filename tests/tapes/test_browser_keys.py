@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,10 +25,7 @@ def shot(page: Page, name: str) -> None:
 def timeline(page: Page, site: str, user_factory) -> str:
     """Signed in; the address of session_realistic's timeline (97 entries, errors at 21, 96, 97)."""
     user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site)
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     return f"{site}/tapes/{Tape.objects.get(name='session_realistic').key}/"
 

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tapeview.tapes.models import Tape
+from tests import browser
 from tests.browser import ARTIFACTS
 
 from .agent import append_line
@@ -22,10 +23,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 def sign_in(page: Page, site: str, user_factory) -> None:
     user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    browser.sign_in(page, site)
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
 
 

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from tapeview.tapes import discovery
 from tapeview.tapes.live import LIVE_PAGE_SIZE
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 from .agent import append_line
 from .test_budget import line, turns
@@ -38,10 +38,7 @@ def test_a_live_page_fills_up_then_links_to_the_newer_entries_and_the_header_han
     tape.write_text("".join(json.dumps(e) + "\n" for e in turns([1000] * 19)))  # 96 entries, between turns
     discovery.sync()
     user_factory("olga", "operator")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "olga")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site, "olga")
     page.goto(f"{site}/tapes/{Tape.objects.get(name='filling').key}/?end=1")
     expect(page.locator("#live-badge")).to_have_text("● live")
     page.evaluate("window.notReloaded = true")

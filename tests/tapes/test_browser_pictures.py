@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 from .test_phases import expected_bub_phases
 
@@ -35,10 +35,7 @@ def test_a_phase_bar_jumps_to_the_first_entry_of_its_phase(
 ) -> None:
     expected = expected_bub_phases(bub_samples / "session_realistic.jsonl")
     user_factory("vera", "viewer")
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, site)
 
     tape = Tape.objects.get(name="session_realistic")
     page.goto(f"{site}/tapes/{tape.key}/")

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests import browser
 from tests.browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -29,10 +30,7 @@ SHOW = """() => {
 
 
 def sign_in(page: Page, site: str, name: str) -> None:
-    page.goto(f"{site}/login/")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    browser.sign_in(page, site, name)
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
 
 

@@ -17,7 +17,7 @@ from memory_admin.models import MemoryStore
 from tapeview.demodata.bub import write_bub_demo
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, sign_in
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -101,10 +101,7 @@ def test_the_sources_table_fits_1400_pixels_with_its_notes_wrapped(
 ) -> None:
     user_factory("vera", "viewer")
     page.set_viewport_size({"width": 1400, "height": 900})
-    page.goto(f"{demo_site}/login/")
-    page.fill("input[name=username]", "vera")
-    page.fill("input[name=password]", "a long test password")
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, demo_site)
     page.goto(f"{demo_site}/sources/")
     tapes = page.locator("table.sources td.tapes")
     expect(tapes).to_contain_text("6 sessions")
