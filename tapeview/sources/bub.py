@@ -40,6 +40,9 @@ KIND = "bub"
 _ARCHIVE = re.compile(r"^(?P<base>.+)\.jsonl\.(?P<stamp>\d{8}T\d{6}Z)\.bak$")
 _CHANNEL = re.compile(r"sender_id=[^|\n\\]*\|channel=\$?([^|\n\\]+)\|chat_id=([^\s|\\]+)")
 _FIXED_SESSIONS = ("cli:local", "cli_session")
+# Bub 0.2's names (the workspace's whole md5, the tape's name quoted: `<32hex>__bub%3A<16hex>.jsonl`):
+# Bub 0.3 on names its tapes anew, so it never opens these again (formats/bub.md §9).
+_NAMED_BY_0_2 = re.compile(r"[0-9a-f]{32}__[^_]*%3A[0-9a-f]{16}\.jsonl")
 
 
 def discover(root: Path) -> list[TapeFile]:
@@ -75,6 +78,11 @@ def discover(root: Path) -> list[TapeFile]:
     keys = {t.key for t in found}
     # An attachment whose owner is gone is shown as a tape of its own.
     return [t if t.owner is None or t.owner in keys else _orphan(t) for t in found]
+
+
+def named_by_0_2(path: Path) -> bool:
+    """A tape named by Bub 0.2, which Bub 0.3 and later never open again: they name their tapes anew."""
+    return _NAMED_BY_0_2.fullmatch(path.name) is not None
 
 
 def _orphan(tape: TapeFile) -> TapeFile:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +12,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
-from tapeview.sources import AppendState, TapeMoved, bub_append
+from tapeview.sources import AppendState, TapeMoved, bub, bub_append
 from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
 
 from . import index
@@ -34,10 +33,6 @@ NO_HANDOFF = {
         "lost."
     ),
 }
-
-# Bub 0.2's names (the workspace's whole md5, the tape's name quoted: `<32hex>__bub%3A<16hex>.jsonl`):
-# Bub 0.3 on names its tapes anew, so it never opens these again (formats/bub.md §9).
-ORPHANED_NAME = re.compile(r"[0-9a-f]{32}__[^_]*%3A[0-9a-f]{16}\.jsonl")
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +69,7 @@ def refusal(tape: Tape) -> str:
         )
     if tape.role != "tape":
         return f"This is a {tape.role}, not a live tape: the agent never reads it again."
-    if ORPHANED_NAME.fullmatch(Path(tape.path).name):
+    if bub.named_by_0_2(Path(tape.path)):
         return (
             "This tape was named by Bub 0.2: Bub 0.3 and later name their tapes anew and never open this "
             "file again, so a handoff here would reach no agent."
