@@ -11,9 +11,13 @@
  *
  * A Lane keeps the lines it took as columns (drain()) and their counts since the last
  * settle() (sums and extremes, as fastlane.Counted keeps them).
+ *
+ * An anchor line in the form Bub writes stops the scan too, but read (anchor()): its id, name,
+ * date, context flag and where its state is, as fastlane.anchor reads them from orjson's value.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <datetime.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -103,12 +107,41 @@ static cur plain_run(cur p, cur e) {
     return p;
 }
 
+static int simple_escape(unsigned char c) { /* \" \\ \/ \b \f \n \r \t */
+    return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
+}
+
+/* plain_run, but passing over the simple escapes too (*escaped set where it does) without leaving
+ * the block of sixteen bytes they are in: a tool's output, JSON in JSON, holds one every few bytes
+ * (8% of the real tape's bytes are backslashes). */
+static cur escaped_run(cur p, cur e, int *escaped) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (e - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        unsigned slashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, slash));
+        unsigned others = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmplt_epi8(x, space)));
+        unsigned hits = slashes | others;
+        while (hits) { /* (an escape at the block's last byte is left to the caller) */
+            int i = __builtin_ctz(hits);
+            if (!(slashes >> i & 1) || i == 15 || !simple_escape(p[i + 1])) return p + i;
+            *escaped = 1;
+            hits &= ~((4u << i) - 1); /* the backslash and the character it escapes */
+        }
+        p += 16;
+    }
+#else
+    (void)escaped;
+#endif
+    return plain_run(p, e);
+}
+
 /* After the string that starts at p (its opening quote), or NULL; *escaped: it holds a backslash. */
 static cur string_end(cur p, cur e, int *escaped) {
     *escaped = 0;
     p++;
     while (p < e) {
-        p = plain_run(p, e);
+        p = escaped_run(p, e, escaped);
         if (p >= e) return NULL;
         unsigned char c = *p;
         if (c == '"') return p + 1;
@@ -235,6 +268,7 @@ typedef struct {
 enum {
     S_ID, S_KIND, S_PAYLOAD, S_META, S_DATE,      /* the line */
     S_ROLE, S_CALLS, S_RESULTS, S_NAME, S_DATA,   /* its payload */
+    S_STATE,                                      /* an anchor's payload */
     S_STATUS, S_MODEL, S_USAGE,                   /* an event's data */
     S_TOTAL, S_PROMPT, S_DETAILS,                 /* a run's usage */
     S_CACHED,                                     /* its prompt_tokens_details */
@@ -259,9 +293,10 @@ static const Spec USAGE = {3, USAGE_NAMES, USAGE_SLOTS, (const Spec *const[]){NU
 static const char *const DATA_NAMES[] = {"status", "model", "usage"};
 static const int DATA_SLOTS[] = {S_STATUS, S_MODEL, S_USAGE};
 static const Spec DATA = {3, DATA_NAMES, DATA_SLOTS, (const Spec *const[]){NULL, NULL, &USAGE}};
-static const char *const PAYLOAD_NAMES[] = {"role", "calls", "results", "name", "data"};
-static const int PAYLOAD_SLOTS[] = {S_ROLE, S_CALLS, S_RESULTS, S_NAME, S_DATA};
-static const Spec PAYLOAD = {5, PAYLOAD_NAMES, PAYLOAD_SLOTS, (const Spec *const[]){NULL, NULL, NULL, NULL, &DATA}};
+static const char *const PAYLOAD_NAMES[] = {"role", "calls", "results", "name", "data", "state"};
+static const int PAYLOAD_SLOTS[] = {S_ROLE, S_CALLS, S_RESULTS, S_NAME, S_DATA, S_STATE};
+static const Spec PAYLOAD = {6, PAYLOAD_NAMES, PAYLOAD_SLOTS,
+                             (const Spec *const[]){NULL, NULL, NULL, NULL, &DATA, NULL}};
 static const char *const META_NAMES[] = {"context"};
 static const int META_SLOTS[] = {S_CONTEXT};
 static const Spec META = {1, META_NAMES, META_SLOTS, (const Spec *const[]){NULL}};
@@ -391,7 +426,38 @@ typedef struct {
     int kind, flags, usage, error;
     cur name, model;
     Py_ssize_t name_len, model_len;
+    cur state, state_end; /* an anchor's payload.state, NULL: none */
 } Line;
+
+#define K_ANCHOR (K_NONE + 1) /* read_line's kind for an anchor: not a lane's kind, never a column */
+
+/* 19 digits in a row or more (python_json.exact): json.loads may read the line otherwise. */
+static int wide_digits(cur p, cur e) {
+    int run = 0;
+    for (; p < e; p++)
+        if (*p >= '0' && *p <= '9') {
+            if (++run >= 19) return 1;
+        } else {
+            run = 0;
+        }
+    return 0;
+}
+
+/* A Bub anchor as fastlane.anchor reads it (the line already known whole and valid, its id an
+ * integer): a name without escapes and a date in UTC (an offset of zero: fromisoformat's value
+ * then has the UTC zone the dates from micros have); 0: the Python lane's. */
+static int read_anchor(Found *f, cur p, cur e, cur date, Py_ssize_t date_len, Line *L) {
+    if (wide_digits(p, e) || !plain_string(f->at[S_NAME], &L->name, &L->name_len)) return 0;
+    if (!date_micros(date, date_len, &L->date)) return 0;
+    cur zone = date + date_len;
+    if (zone[-1] != 'Z' && memcmp(zone - 5, "00:00", 5) != 0) return 0;
+    Span context = f->at[S_CONTEXT];
+    int out = is_object(f->at[S_META]) && context.p && context.end - context.p == 5 && memcmp(context.p, "false", 5) == 0;
+    L->flags = out ? 0 : 1;
+    L->state = f->at[S_STATE].p, L->state_end = f->at[S_STATE].end;
+    L->kind = K_ANCHOR;
+    return 1;
+}
 
 static int ends_with(cur text, Py_ssize_t len, const char *tail) {
     size_t n = strlen(tail);
@@ -435,8 +501,8 @@ static int read_event(Found *f, Line *L, int labels, int errors) {
 }
 
 /* 1: the line is plain (or, with `errors`, an error the full path would count as this lane does:
- * the tape is known to have overflowed already, so its words need no reading) and L says what it
- * is; 0: the Python lane's. */
+ * the tape is known to have overflowed already, so its words need no reading) or an anchor
+ * (L->kind K_ANCHOR), and L says what it is; 0: the Python lane's. */
 static int read_line(cur p, cur e, Line *L, int labels, int errors) {
     Found f;
     memset(&f, 0, sizeof f);
@@ -477,7 +543,7 @@ static int read_line(cur p, cur e, Line *L, int labels, int errors) {
         L->error = 1;
         break;
     default:
-        return 0;
+        return is_key(kind, kind_len, "anchor") && read_anchor(&f, p, e, date, date_len, L);
     }
     if (!date_micros(date, date_len, &L->date)) return 0;
     Span context = f.at[S_CONTEXT];
@@ -508,7 +574,25 @@ typedef struct {
     int64_t usages, tokens, prompt, completion, cached, last_prompt, last_cached, context;
     int has_last_prompt;
     int model; /* a name code, -1: none */
+    PyObject *anchor; /* the anchor take() last stopped at, read (anchor()) */
 } Lane;
+
+/* packing.from_micros(): the UTC datetime of microseconds since the epoch (years 1900-2100,
+ * date_micros's), without a timedelta and an addition in Python. */
+static PyObject *utc_datetime(int64_t micros) {
+    int64_t seconds = micros / 1000000, us = micros % 1000000;
+    if (us < 0) us += 1000000, seconds--;
+    int64_t days = seconds / 86400, rest = seconds % 86400;
+    if (rest < 0) rest += 86400, days--;
+    /* civil_from_days (H. Hinnant), the inverse of bub_dates.h's days_from_civil */
+    int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097, doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    return PyDateTimeAPI->DateTime_FromDateAndTime((int)y, (int)m, (int)d, (int)(rest / 3600), (int)(rest / 60 % 60),
+                                                   (int)(rest % 60), (int)us, PyDateTime_TimeZone_UTC,
+                                                   PyDateTimeAPI->DateTimeType);
+}
 
 static int name_code(Lane *self, cur text, Py_ssize_t len) {
     for (Py_ssize_t i = 0; i < self->name_count; i++)
@@ -578,7 +662,22 @@ static void Lane_dealloc(Lane *self) {
     free(self->pos), free(self->offset), free(self->length), free(self->id), free(self->date);
     free(self->kind), free(self->flags), free(self->name);
     Py_XDECREF(self->names);
+    Py_XDECREF(self->anchor);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* (end, id, name, date, micros, context, state_start, state_end): the anchor L read, positions in
+ * `data` (end: after its newline; state -1, -1: none), date a UTC datetime, context 1 or 0. */
+static PyObject *anchor_tuple(Line *L, cur base, cur nl) {
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)L->name, L->name_len, "strict");
+    PyObject *date = name ? utc_datetime(L->date) : NULL;
+    if (!date) {
+        Py_XDECREF(name);
+        return NULL;
+    }
+    Py_ssize_t state = L->state ? L->state - base : -1, state_end = L->state ? L->state_end - base : -1;
+    return Py_BuildValue("nLNNLinn", (Py_ssize_t)(nl + 1 - base), L->id, name, date, L->date, L->flags, state,
+                         state_end);
 }
 
 static int is_blank(cur p, cur e) { /* bytes.strip()'s whitespace only */
@@ -590,7 +689,8 @@ static int is_blank(cur p, cur e) { /* bytes.strip()'s whitespace only */
 /* take(data, at, pos, offset, room, labels, errors=False) -> (at, pos, stopped): the lines of
  * `data` from byte `at` on (`pos` the first one's position, `offset` where data starts in the
  * file), until one the Python lane must read (stopped 1: it starts at `at`), `room` entries are
- * taken (2), or data ends (0). `labels`: the session's label is still wanted, so messages and
+ * taken (2), data ends (0), or an anchor the lane read (3: it starts at `at`; anchor() gives it
+ * until the next take()). `labels`: the session's label is still wanted, so messages and
  * loop.start are Python's. `errors`: the tape has overflowed, so an error is counted here too. */
 static PyObject *Lane_take(Lane *self, PyObject *args) {
     Py_buffer buf;
@@ -600,6 +700,7 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nLLnp|p", &buf, &at, &pos, &offset, &room, &labels, &errors)) return NULL;
     cur base = buf.buf, e = base + buf.len;
     int stopped = 0;
+    Py_CLEAR(self->anchor);
     Line L;
     Py_ssize_t taken = 0;
     while (base + at < e) {
@@ -617,8 +718,17 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
             stopped = 2;
             break;
         }
-        int role = 0, model = -1;
-        if (!read_line(line, nl, &L, labels, errors) || (role = name_code(self, L.name, L.name_len)) < 0 ||
+        int role = 0, model = -1, read = read_line(line, nl, &L, labels, errors);
+        if (read && L.kind == K_ANCHOR) {
+            self->anchor = anchor_tuple(&L, base, nl);
+            if (!self->anchor) {
+                PyBuffer_Release(&buf);
+                return NULL;
+            }
+            stopped = 3;
+            break;
+        }
+        if (!read || (role = name_code(self, L.name, L.name_len)) < 0 ||
             (L.model && L.model_len && (model = name_code(self, L.model, L.model_len)) < 0)) {
             stopped = 1;
             break;
@@ -653,7 +763,8 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
 }
 
 /* settle() -> None, or the counts of the lines taken since the last settle():
- * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model, errors), usage None or
+ * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model, errors), low and high
+ * UTC datetimes (packing.from_micros), usage None or
  * (runs, tokens, prompt, completion, cached, last prompt or None, last cached, context prompt). */
 static PyObject *Lane_settle(Lane *self, PyObject *Py_UNUSED(ignored)) {
     if (!self->counted) Py_RETURN_NONE;
@@ -682,7 +793,14 @@ static PyObject *Lane_settle(Lane *self, PyObject *Py_UNUSED(ignored)) {
         }
     }
     if (self->model >= 0) model = PyList_GET_ITEM(self->names, self->model);
-    PyObject *out = Py_BuildValue("nLLL(LLL)NNOL", self->counted, self->low, self->high, self->calls,
+    PyObject *low = utc_datetime(self->low), *high = low ? utc_datetime(self->high) : NULL;
+    if (!high) {
+        Py_XDECREF(low);
+        Py_DECREF(roles);
+        Py_DECREF(usage);
+        return NULL;
+    }
+    PyObject *out = Py_BuildValue("nNNL(LLL)NNOL", self->counted, low, high, self->calls,
                                   self->last_pos, self->last_id, self->last_end, roles, usage, model, self->errors);
     clear_counts(self);
     return out;
@@ -705,6 +823,14 @@ static PyObject *Lane_drain(Lane *self, PyObject *Py_UNUSED(ignored)) {
     return out;
 }
 
+/* anchor() -> the anchor take() last stopped at (see anchor_tuple), or None; once. */
+static PyObject *Lane_anchor(Lane *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *found = self->anchor ? self->anchor : Py_None;
+    if (!self->anchor) Py_INCREF(Py_None);
+    self->anchor = NULL;
+    return found;
+}
+
 static PyObject *Lane_pending(Lane *self, void *Py_UNUSED(closure)) { return PyLong_FromSsize_t(self->n); }
 
 static PyObject *Lane_names(Lane *self, void *Py_UNUSED(closure)) {
@@ -712,10 +838,32 @@ static PyObject *Lane_names(Lane *self, void *Py_UNUSED(closure)) {
     return self->names;
 }
 
+/* utc_text(value) -> str: a datetime's fields as SQLite's DateTimeField keeps a UTC one,
+ * str(value.replace(tzinfo=None)) (tapes.bulk, thousands of anchor dates a tape). */
+static PyObject *utc_text(PyObject *Py_UNUSED(module), PyObject *value) {
+    if (!PyDateTime_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "utc_text() takes a datetime");
+        return NULL;
+    }
+    char text[40];
+    int us = PyDateTime_DATE_GET_MICROSECOND(value);
+    int n = snprintf(text, sizeof text, "%04d-%02d-%02d %02d:%02d:%02d", PyDateTime_GET_YEAR(value),
+                     PyDateTime_GET_MONTH(value), PyDateTime_GET_DAY(value), PyDateTime_DATE_GET_HOUR(value),
+                     PyDateTime_DATE_GET_MINUTE(value), PyDateTime_DATE_GET_SECOND(value));
+    if (us) n += snprintf(text + n, sizeof text - n, ".%06d", us);
+    return PyUnicode_FromStringAndSize(text, n);
+}
+
+static PyMethodDef module_methods[] = {
+    {"utc_text", (PyCFunction)utc_text, METH_O, "utc_text(datetime) -> its date and time as SQLite keeps them"},
+    {NULL},
+};
+
 static PyMethodDef Lane_methods[] = {
     {"take", (PyCFunction)Lane_take, METH_VARARGS, "take(data, at, pos, offset, room, labels, errors=False) -> (at, pos, stopped)"},
     {"settle", (PyCFunction)Lane_settle, METH_NOARGS, "the counts since the last settle(), or None"},
     {"drain", (PyCFunction)Lane_drain, METH_NOARGS, "the columns since the last drain()"},
+    {"anchor", (PyCFunction)Lane_anchor, METH_NOARGS, "the anchor take() last stopped at, or None"},
     {NULL},
 };
 
@@ -738,10 +886,12 @@ static PyTypeObject LaneType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "_lane", .m_doc = "The fast lane in compiled code.", .m_size = -1};
+    PyModuleDef_HEAD_INIT, .m_name = "_lane", .m_doc = "The fast lane in compiled code.", .m_size = -1,
+    .m_methods = module_methods};
 
 PyMODINIT_FUNC PyInit__lane(void) {
-    if (PyType_Ready(&LaneType) < 0) return NULL;
+    PyDateTime_IMPORT;
+    if (!PyDateTimeAPI || PyType_Ready(&LaneType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     PyObject *kinds = Py_BuildValue("(ssssss)", KINDS[0], KINDS[1], KINDS[2], KINDS[3], KINDS[4], KINDS[5]);

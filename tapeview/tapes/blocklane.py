@@ -3,9 +3,11 @@
 The compiled lane takes the lines it is sure of, as the Python lane (tapes.fastlane) would count
 them (and, once the tape has overflowed, its errors, as the full path counts them), without a
 Python object per line, and stops at any other: that line goes down the full path, then the
-compiled lane goes on. The lines it took join the batch when the batch is written
-(packing.Batch.lane), and their counts join the tape and its phase before anything else reads
-them (`settle`), as fastlane.Counted's do.
+compiled lane goes on. An anchor in the form Bub writes it reads itself, and hands over what
+fastlane.anchor would read of it (Lane.anchor(): the real tape has an anchor every 24 lines, and
+reading each in Python was a tenth of its cold index). The lines it took join the batch when the
+batch is written (packing.Batch.lane), and their counts join the tape and its phase before
+anything else reads them (`settle`), as fastlane.Counted's do.
 
 Where the module is not built (a source tree without `make setup`), the Python lane reads every line.
 """
@@ -25,14 +27,15 @@ from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, Entr
 
 from . import fastlane
 from .fastlane import NOT_PARSED
-from .packing import from_micros
+from .packing import CONTEXT
 
 try:
     from . import _lane as native
 except ImportError:  # pragma: no cover - `make setup` builds it
     native = None
 
-DECLINED, FULL = 1, 2  # Lane.take() stopped at a line that is the Python lane's, or the batch is full
+# Lane.take() stopped at a line that is the Python lane's, the batch is full, or at an anchor it read.
+DECLINED, FULL, ANCHOR = 1, 2, 3
 log = logging.getLogger("tapeview.index")
 
 
@@ -77,10 +80,7 @@ def index_lines(run: fastlane.Run, items: Blocks | Iterable[tuple]) -> None:
         at = 0
         while at < end:
             if run.tally.current is not None:  # (before the first entry, the full path starts a phase)
-                run.rows.lane = lane
-                room = run.size - len(run.rows)
-                labels, errors = run.wants_label(), run.tape.overflowed
-                at, pos, stopped = lane.take(data, at, pos, offset, room, labels, errors)
+                at, pos, stopped = _take(run, lane, data, at, pos, offset)
                 if stopped == FULL:
                     settle(run, lane)
                     run.flush()
@@ -96,6 +96,28 @@ def index_lines(run: fastlane.Run, items: Blocks | Iterable[tuple]) -> None:
             at, pos = stop + 1, pos + 1
     settle(run, lane)
     run.rows.lane = lane
+
+
+def _take(
+    run: fastlane.Run, lane: object, data: bytes, at: int, pos: int, offset: int
+) -> tuple[int, int, int]:
+    """Lane.take() from `at` on, the anchors it reads on the way counted (as fastlane.anchor counts
+    them), until it stops otherwise: (at, pos, stopped)."""
+    labels, size = run.wants_label(), run.size  # (an anchor never changes what the label wants)
+    while True:
+        rows = run.rows  # (a new one after an anchor that filled the batch)
+        rows.lane = lane
+        at, pos, stopped = lane.take(data, at, pos, offset, size - len(rows), labels, run.tape.overflowed)
+        if stopped != ANCHOR:
+            return at, pos, stopped
+        settle(run, lane)
+        stop, eid, name, when, date, context, state, state_end = lane.anchor()
+        # The lane read the whole line as orjson does: its state alone reads the same.
+        state = orjson.loads(data[state:state_end]) if state >= 0 else None
+        fastlane.count_anchor(
+            run, pos, offset + at, stop - at, eid, name, when, date, context * CONTEXT, state
+        )
+        at, pos = stop, pos + 1
 
 
 def _python(run: fastlane.Run, lane: object, pos: int, offset: int, line: bytes | Entry) -> None:
@@ -123,7 +145,7 @@ def settle(run: fastlane.Run, lane: object) -> None:
         return
     n, low, high, calls, last, roles, usage, model, errors = counts
     tape, tally = run.tape, run.tally
-    fastlane.counted(tape, tally, n, from_micros(low), from_micros(high), last)
+    fastlane.counted(tape, tally, n, low, high, last)
     phase = tally.current
     phase.tool_calls += calls
     if errors:  # (only once the tape has overflowed: no error's words need reading for it)

@@ -159,11 +159,29 @@ def anchor(run: Run, pos: int, offset: int, raw: bytes, obj: object) -> bool:
         return False
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    tape, tally, length = run.tape, run.tally, len(raw) + 1
     context = CONTEXT if type(meta) is not dict or meta.get("context") is not False else 0
-    run.rows.add(pos, offset, length, eid, "anchor", name, micros(when), READABLE | HAS_ID | ANCHOR | context)
+    count_anchor(run, pos, offset, len(raw) + 1, eid, name, when, micros(when), context, payload.get("state"))
+    return True
+
+
+def count_anchor(
+    run: Run,
+    pos: int,
+    offset: int,
+    length: int,
+    eid: int,
+    name: str,
+    when: datetime,
+    date: int,
+    context: int,
+    state: object,
+) -> None:
+    """An anchor line of `length` bytes, as `anchor` reads it (or tapes/_lane.c does, for
+    blocklane), counted: `date` is `when` in micros, `context` CONTEXT or 0, `state` its payload's."""
+    tape, tally = run.tape, run.tally
+    run.rows.add(pos, offset, length, eid, "anchor", name, date, READABLE | HAS_ID | ANCHOR | context)
     phase = not name.startswith(NON_PHASE_PREFIXES)
-    row = AnchorRow(pos, name[:300], when, phase, state_preview(payload.get("state")))
+    row = AnchorRow(pos, name[:300], when, phase, state_preview(state))
     run.anchors.append(row)
     if phase:
         tape.phase_anchor_pos = pos
@@ -185,7 +203,6 @@ def anchor(run: Run, pos: int, offset: int, raw: bytes, obj: object) -> bool:
     tape.indexed_offset, tape.next_pos = offset + length, pos + 1
     if len(run.rows) >= run.size:
         run.flush()
-    return True
 
 
 class Counted:

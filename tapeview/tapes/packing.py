@@ -182,23 +182,37 @@ class Batch:
         kind_at, name_at = {k: i for i, k in enumerate(kinds)}, {n: i for i, n in enumerate(names)}
         # Only the kinds and names these entries have: a chunk's words are those of its entries.
         lane_kinds = np.zeros(len(LANE_KINDS), dtype=np.uint16)
-        for code in np.unique(taken["kind"]).tolist():
+        for code in _present(taken["kind"]):
             lane_kinds[code] = _code(kind_at, kinds, LANE_KINDS[code])
         lane_names, lane_words = np.zeros(len(self.lane.names), dtype=np.uint16), self.lane.names
-        for code in np.unique(taken["name"]).tolist():
+        for code in _present(taken["name"]):
             lane_names[code] = _code(name_at, names, lane_words[code])
         taken["kind"], taken["name"] = lane_kinds[taken["kind"]], lane_names[taken["name"]]
-        merged = {name: np.concatenate([columns[name], taken[name]]) for name in columns}
-        if self.pos:  # both lanes' entries: in file order
-            order = np.argsort(merged["pos"], kind="stable")
-            merged = {name: column[order] for name, column in merged.items()}
-        return kinds, names, merged
+        return kinds, names, _merged(columns, taken)
 
 
 # The columns of tapes._lane.Lane.drain(), their types, and the kinds its codes stand for.
 LANE_COLUMNS = ("pos", "offset", "length", "entry_id", "date", "kind", "name", "flags")
 LANE_TYPES = (np.int32, np.int64, np.int64, np.int64, np.int64, np.uint8, np.uint16, np.uint8)
 LANE_KINDS = ("message", "tool_call", "tool_result", "event", "system", "error")
+
+
+def _merged(ours: dict[str, np.ndarray], lane: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Both lanes' columns in file order: each in file order already, ours go in between the lane's
+    (in a third of the time of sorting them together)."""
+    at = np.searchsorted(lane["pos"], ours["pos"]) + np.arange(len(ours["pos"]))
+    theirs = np.ones(len(ours["pos"]) + len(lane["pos"]), dtype=bool)
+    theirs[at] = False
+    merged = {}
+    for name, column in ours.items():
+        merged[name] = np.empty(len(theirs), dtype=np.result_type(column, lane[name]))
+        merged[name][at], merged[name][theirs] = column, lane[name]
+    return merged
+
+
+def _present(codes: np.ndarray) -> list[int]:
+    """The codes found in `codes`, ascending (np.unique's, by counting: a tenth of its time)."""
+    return np.flatnonzero(np.bincount(codes)).tolist()
 
 
 def _code(at: dict[str, int], words: list[str], word: str) -> int:

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from tapeview.sources import bub_lines
 from tapeview.sources.model import SCAN_PARSE_LIMIT
-from tapeview.sources.python_json import count, reports_usage
+from tapeview.sources.python_json import count, dumps, reports_usage
 from tapeview.tapes import blocklane, fastlane, packing
+from tapeview.tapes.models import state_preview
 from tapeview.tapes.phase_tally import model_of
 from tests.conftest import FIXTURES
 
@@ -151,6 +152,44 @@ def fastlane_reads(raw: bytes, labels: bool) -> Taken | None:
     )
 
 
+def anchor_reads(raw: bytes) -> tuple | None:
+    """What fastlane.anchor reads of an anchor line, as it hands it to fastlane.count_anchor (length, id,
+    name, date as text, micros, context flag, state written out, its preview); None where it leaves
+    the line to the full path."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    got = []
+    counts, fastlane.count_anchor = fastlane.count_anchor, lambda run, *args: got.append(args)
+    try:
+        took = fastlane.anchor(None, 1, 0, raw, obj)
+    finally:
+        fastlane.count_anchor = counts
+    if not took:
+        return None
+    _, _, length, eid, name, when, date, context, state = got[0]
+    return length, eid, name, when.isoformat(), date, context, dumps(state), state_preview(state)
+
+
+def lane_anchor(lane: object, data: bytes, at: int) -> tuple:
+    """The anchor Lane.take() stopped at (from byte `at`), as blocklane counts it, in anchor_reads' terms."""
+    stop, eid, name, when, date, context, state, state_end = lane.anchor()
+    assert lane.anchor() is None  # given once
+    state = orjson.loads(data[state:state_end]) if state >= 0 else None
+    when_text = when.isoformat()
+    return (
+        stop - at,
+        eid,
+        name,
+        when_text,
+        date,
+        context * packing.CONTEXT,
+        dumps(state),
+        state_preview(state),
+    )
+
+
 def truncated(t: Taken | None) -> Taken | None:
     """As fastlane keeps them: roles to 40 characters, models to 200."""
     if t is None:
@@ -192,8 +231,8 @@ def counts(taken: list[tuple[int, int, bytes, Taken]]) -> tuple | None:
     models = [t.model for t in records if t.model]
     return (
         len(records),
-        min(dates),
-        max(dates),
+        packing.from_micros(min(dates)),
+        packing.from_micros(max(dates)),
         sum(t.calls for t in records),
         (pos, last.id, offset + len(raw) + 1),
         dict(Counter(t.role for t in records if t.role)),
@@ -219,9 +258,12 @@ def check_block(
     pos: int = 1,
     offset: int = 0,
     errors: bool = False,
+    anchors: list[bytes] | None = None,
 ) -> int:
-    """Feed whole lines through Lane.take as blocklane does (a declined line is stepped over by
-    hand) and assert the rule on every line taken; return how many it took."""
+    """Feed whole lines through Lane.take as blocklane does (a declined line, or an anchor it read,
+    is stepped over by hand) and assert the rule on every line taken and every anchor read (those
+    go into `anchors`); return how many lines it took."""
+    anchors = [] if anchors is None else anchors
     lines, at = {}, 0
     for i, raw in enumerate(data.split(b"\n")[:-1]):
         lines[at] = (pos + i, at, raw)
@@ -248,10 +290,15 @@ def check_block(
         assert len(taken) <= room
         if stopped == blocklane.FULL:
             assert len(taken) == room
-        elif stopped == blocklane.DECLINED:
+        elif stopped in (blocklane.DECLINED, blocklane.ANCHOR):
             assert at in lines and lines[at][0] == pos
             raw = lines[at][2]
             assert raw.strip() or len(raw) + 1 > SCAN_PARSE_LIMIT
+            if stopped == blocklane.ANCHOR:
+                assert lane_anchor(lane, data, at) == anchor_reads(raw), raw
+                anchors.append(raw)
+            else:
+                assert lane.anchor() is None
             at, pos = at + len(raw) + 1, pos + 1
         else:
             assert (stopped, at) == (0, len(data))
@@ -568,6 +615,96 @@ CASES += [
     ("date-number", line(date=b"1790000000"), False, EITHER),
     ("date-missing", line(date=None), False, EITHER),
 ]
+
+
+def anchor(
+    name: bytes = b'"phase/implement"', state: bytes | None = b'{"summary": "s"}', **more: bytes | None
+) -> bytes:
+    state_member = b"" if state is None else b', "state": %s' % state
+    return line(b'"anchor"', b'{"name": %s%s}' % (name, state_member), **more)
+
+
+READ = True  # an anchor in the form Bub writes: the lane must read it (EITHER: it may leave it)
+ANCHORS = [
+    ("bub", anchor(), READ),
+    ("no-state", anchor(state=None), READ),
+    *[
+        (f"state {state!r}", anchor(state=state), READ)
+        for state in (b"null", b"{}", b"[]", b'""', b"0", b"false")
+    ],
+    *[(f"state {state!r}", anchor(state=state), READ) for state in (b'"s"', b"[1, -0.0, 1.5, true]", b"-7")],
+    ("state-spaced", anchor(state=b'{ "a" :\t[ 1 ,{"b" : null} ] , "c":"d" }'), READ),
+    ("state-non-ascii", anchor(state='{"s": "é😀\u4e2d"}'.encode()), READ),
+    ("state-escapes", anchor(state=b'{"s": "\\u00e9\\n\\t\\"\\\\\\/\\ud83d\\ude00"}'), READ),
+    ("state-key-escaped", anchor(state=b'{"\\u0073ummary": "s"}'), READ),
+    ("state-nul", anchor(state=b'{"s": "a\\u0000b"}'), READ),
+    ("state-long", anchor(state=b'{"s": "%s"}' % (b"x" * 500)), READ),
+    ("state-deep", anchor(state=b"[" * 150 + b"]" * 150), READ),
+    ("state-too-deep", anchor(state=b"[" * 300 + b"]" * 300), EITHER),
+    ("state-lone-surrogate", anchor(state=b'"\\ud800"'), EITHER),
+    ("state-exponent", anchor(state=b"1e5"), EITHER),
+    ("state-wide-int", anchor(state=b"%d" % 2**64), EITHER),
+    ("state-int-63", anchor(state=b"%d" % (2**63 - 1)), EITHER),
+    ("state-digits-in-text", anchor(state=b'"%s"' % (b"1" * 25)), EITHER),
+    ("state-twice", line(b'"anchor"', b'{"name": "phase/a", "state": 1, "state": 2}'), EITHER),
+    ("state-nan", anchor(state=b"NaN"), EITHER),
+    ("name-non-ascii", anchor(name='"phase/é😀"'.encode()), READ),
+    ("name-long", anchor(name=b'"phase/%s"' % (b"n" * 400)), READ),
+    ("name-empty", anchor(name=b'""'), READ),
+    ("name-memory", anchor(name=b'"memory/saved"'), READ),
+    ("name-spill", anchor(name=b'"spill/x"'), READ),
+    ("name-overflow", anchor(name=b'"auto_handoff/context_overflow"'), READ),
+    ("name-escaped", anchor(name=b'"phase\\/x"'), EITHER),
+    ("name-escaped-memory", anchor(name=b'"\\u006demory/x"'), EITHER),
+    ("name-number", anchor(name=b"5"), EITHER),
+    ("name-null", anchor(name=b"null"), EITHER),
+    ("name-missing", line(b'"anchor"', b'{"state": {}}'), EITHER),
+    ("name-twice", line(b'"anchor"', b'{"name": "phase/a", "name": "memory/b"}'), EITHER),
+    ("payload-list", line(b'"anchor"', b'["phase/a"]'), EITHER),
+    ("payload-null", line(b'"anchor"', b"null"), EITHER),
+    ("kind-escaped", line(b'"anch\\u006fr"', b'{"name": "phase/a"}'), EITHER),
+    ("kind-twice", anchor().replace(b'"kind": "anchor"', b'"kind": "message", "kind": "anchor"'), EITHER),
+    ("context-false", anchor(meta=b'{"context": false}'), READ),
+    ("context-true", anchor(meta=b'{"context": true}'), READ),
+    ("context-string", anchor(meta=b'{"context": "false"}'), READ),
+    ("context-zero", anchor(meta=b'{"context": 0}'), READ),
+    ("meta-null", anchor(meta=b"null"), READ),
+    ("meta-list", anchor(meta=b"[false]"), READ),
+    ("meta-missing", anchor(meta=None), READ),
+    ("context-twice", anchor(meta=b'{"context": false, "context": true}'), EITHER),
+    ("id-negative", anchor(id=b"-5"), READ),
+    ("id-zero", anchor(id=b"-0"), READ),
+    ("id-18-digits", anchor(id=b"9" * 18), READ),
+    ("id-63-bits", anchor(id=b"%d" % (2**63 - 1)), EITHER),
+    ("id-64-bits", anchor(id=b"%d" % 2**63), EITHER),
+    ("id-float", anchor(id=b"7.0"), EITHER),
+    ("id-string", anchor(id=b'"7"'), EITHER),
+    ("id-missing", anchor(id=None), EITHER),
+    (
+        "whitespace",
+        b' {"date":%s ,"id":7,"meta":{},"payload":{ "state" :1,"name":"p"},"kind":"anchor"}\r' % D,
+        READ,
+    ),
+    ("extra-members", anchor(more=b'{"x": [1, {"y": 2}]}'), READ),
+    ("invalid-after", anchor() + b" x", EITHER),
+    ("not-utf8", anchor(state=b'"\xff"'), EITHER),
+]
+ZONES = {"Z": READ, "+00:00": READ, "-00:00": READ, "+05:30": EITHER, "-01:00": EITHER, "": EITHER}
+FORMS = {"2026-11-22T01:37:38.953896": READ, "2026-11-22 01:37:38": READ, "2026-11-22T01:37:38.5": READ}
+FORMS |= {"2026-11-22T01:37:38.1234567": EITHER, "2026-02-29T01:37:38": EITHER, "1899-12-31T23:59:59": EITHER}
+FORMS |= {"2100-12-31T23:59:59.999999": READ, "1900-01-01T00:00:00": READ, "2024-02-29T12:00:00": READ}
+ANCHORS += [
+    (f"date {form}{zone}", anchor(date=json.dumps(form + zone).encode()), must and must_zone)
+    for form, must in FORMS.items()
+    for zone, must_zone in ZONES.items()
+]
+ANCHORS += [
+    ("date-escaped", anchor(date=b'"2026-11-22T01:37:38\\u002b00:00"'), EITHER),
+    ("date-number", anchor(date=b"1790000000"), EITHER),
+    ("date-missing", anchor(date=None), EITHER),
+    ("date-lowercase-z", anchor(date=b'"2026-11-22t01:37:38z"'), EITHER),
+]
+CASES += [(f"anchor {case}", raw, False, EITHER) for case, raw, _ in ANCHORS]
 PARAMS = [pytest.param(raw, labels, must, id=case) for case, raw, labels, must in CASES]
 # Every line of the sample tapes, for the lane to take wherever fastlane counts it as plain.
 SAMPLES = [
@@ -597,9 +734,37 @@ def test_the_lane_takes_every_plain_line_of_the_sample_tapes(errors: bool) -> No
         for raw in SAMPLES:
             assert truncated(plain(raw, labels)) == (fastlane_reads(raw, labels) if raw.strip() else None)
             assert check_line(LANE, raw, labels, errors) == (plain(raw, labels, errors) is not None), raw
-        assert check_block(LANE, b"\n".join(SAMPLES) + b"\n", labels, errors=errors) == sum(
+        read: list[bytes] = []
+        assert check_block(LANE, b"\n".join(SAMPLES) + b"\n", labels, errors=errors, anchors=read) == sum(
             plain(raw, labels, errors) is not None for raw in SAMPLES
         )
+        assert read == [raw for raw in SAMPLES if anchor_reads(raw) is not None]
+
+
+@pytest.mark.parametrize(
+    ("raw", "must_read"), [pytest.param(raw, must, id=case) for case, raw, must in ANCHORS]
+)
+def test_the_lane_reads_an_anchor_only_as_fastlane_does(raw: bytes, must_read: bool) -> None:
+    assert anchor_reads(raw) is not None or not must_read, "fastlane.anchor leaves it: no case for the lane"
+    for labels in (False, True):
+        for errors in (False, True):
+            read: list[bytes] = []
+            assert check_block(LANE, raw + b"\n", labels, pos=9, offset=333, errors=errors, anchors=read) == 0
+            assert read == [raw] or not must_read, "the lane leaves an anchor in the form Bub writes"
+
+
+def test_the_lane_reads_an_anchor_in_a_block_and_goes_on() -> None:
+    block = [
+        line(),
+        anchor(),
+        line(),
+        anchor(name=b'"memory/m"'),
+        anchor(date=b'"2026-11-22T01:37:38+05:30"'),
+        line(),
+    ]
+    read: list[bytes] = []
+    assert check_block(LANE, b"\n".join(block) + b"\n", False, anchors=read) == 3
+    assert read == block[1:4:2]
 
 
 @pytest.mark.parametrize("room", [1, 2, 3, 1 << 20])
@@ -736,3 +901,33 @@ def test_the_lane_counts_a_block_of_mutated_lines_as_fastlane_does(
     check_block(
         LANE, b"".join(raw + b"\n" for raw in lines), labels, room, pos=11, offset=4096, errors=errors
     )
+
+
+ESCAPES = (
+    b'\\"',
+    b"\\\\",
+    b"\\/",
+    b"\\b",
+    b"\\f",
+    b"\\n",
+    b"\\r",
+    b"\\t",
+    b"\\u00e9",
+    b"\\ud83d\\ude00",
+    b'\\\\\\"',
+)
+ESCAPES += (b"\\x", b"\\'", b"\\ud800", b"\\udc00", b"\\", b"\\u12", b"\\\xc3\xa9", b"\\\x00", b"\\\n")
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_the_lane_reads_an_escape_wherever_it_falls_in_a_string(escape: bytes) -> None:
+    # Escapes are passed over sixteen bytes at a time (_lane.c, escaped_run): at every place in a
+    # block, next to each other and next to the closing quote.
+    for at in range(40):
+        for text in (b"a" * at + escape + b"b" * 20, b"a" * at + escape * 3, b"a" * at + escape):
+            raw = content(text)
+            assert check_line(LANE, raw, False) == (plain(raw, False) is not None), raw
+            raw = anchor(state=b'"%s"' % text)
+            read: list[bytes] = []
+            check_block(LANE, raw + b"\n", False, anchors=read)
+            assert (read == [raw]) == (anchor_reads(raw) is not None), raw

@@ -111,6 +111,20 @@ def odd_lines(rng: random.Random, start: int) -> list[bytes]:
         line(start, "anchor", {"name": "spill/x", "state": {"a": "x" * 400}}, d),
         line(start, "anchor", {"name": "auto_handoff/context_overflow", "state": {}}, d),
         line(start, "anchor", {"name": "phase/deep", "state": deep(300)}, d),
+        # Anchors the compiled lane reads itself (tapes/_lane.c), or leaves to fastlane.anchor.
+        line(start, "anchor", {"name": 'phase/"q"\n', "state": {"k\tey": "v\u00e9\n"}}, d),
+        line(
+            start,
+            "anchor",
+            {"name": "phase/é", "state": [1, "é", None, 1.5, -0.0]},
+            "2026-11-01T10:00:00.5-00:00",
+        ),
+        line(start, "anchor", {"name": "memory/early", "state": ""}, "2026-11-01 10:00:00+00:00"),
+        line(start, "anchor", {"name": "phase/ctx", "state": 0}, d, meta={"context": "false"}),
+        line(start, "anchor", {"name": "phase/digits", "state": {"t": "1" * 20}}, d),
+        line(start, "anchor", {"name": "phase/later", "state": None}, "2027-01-01T00:00:00.000001Z"),
+        line(start, "anchor", {"name": "phase/earlier", "state": False}, "2025-01-01T00:00:00+00:00"),
+        line(start, "anchor", {"name": "phase/east", "state": {}}, "2026-11-01T10:00:00+09:00"),
         b'{"id": 5, "kind": "anchor", "payload": {"name": "phase/nan", "state": {"x": NaN}}, "date": "'
         + d.encode()
         + b'"}\n',

@@ -187,12 +187,16 @@ def test_roles_are_stored_as_json_as_the_model_would(tmp_path: Path) -> None:
     assert decoded[0] == decoded[1] and stored[0] == stored[1]
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/New_York"])
-def test_anchor_dates_are_stored_as_the_field_stores_them(settings, zone):
-    """The anchor rows' dates (bulk._db_datetime, inlined on SQLite) are what DateTimeField would
-    write for every kind of date an agent's line gives: UTC, other offsets, naive, whole seconds,
-    around a DST change, whatever the default time zone."""
+def test_anchor_dates_are_stored_as_the_field_stores_them(settings, monkeypatch, zone, compiled):
+    """The anchor rows' dates (bulk._db_datetime, inlined on SQLite, a UTC date's text made in
+    tapes/_lane.c where it is built) are what DateTimeField would write for every kind of date an
+    agent's line gives: UTC, other offsets, naive, whole seconds, around a DST change, whatever the
+    default time zone."""
     settings.TIME_ZONE = zone
+    if not compiled:
+        monkeypatch.setattr(bulk, "utc_text", None)
     field = DateTimeField()
     field.set_attributes_from_name("date")
     dates = [
@@ -202,6 +206,9 @@ def test_anchor_dates_are_stored_as_the_field_stores_them(settings, zone):
         datetime(2026, 3, 8, 2, 30, tzinfo=ZoneInfo("America/New_York")),
         datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=ZoneInfo("America/New_York")),
         datetime(1, 1, 1, 0, 0, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 1, 1, tzinfo=UTC),
+        datetime(987, 6, 5, 4, 3, 2, 10, tzinfo=UTC),
     ]
     prepared = bulk._db_datetime()
     for value in dates:
@@ -210,3 +217,26 @@ def test_anchor_dates_are_stored_as_the_field_stores_them(settings, zone):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the field warns of a naive date; the bulk path does not
         assert prepared(naive) == field.get_db_prep_value(naive, connection)
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2, 51, 52, 53, 160])
+def test_anchor_rows_written_in_many_statements_are_all_there_as_given(tmp_path: Path, extra: int) -> None:
+    (tmp_path / "a__b.jsonl").write_bytes(entry(1, "message", {"role": "user"}))
+    tape = sync(tmp_path)
+    rows = [
+        bulk.AnchorRow(
+            10 + n,
+            f"phase/{n}\t\u00e9",
+            datetime(2026, 11, 22, 1, 37, n % 60, n, tzinfo=UTC),
+            bool(n % 2),
+            f'{{"s": {n}}}',
+            entries=n,
+            phase_index=n or None,
+            prompt_tokens=None if n % 3 else 2**40 + n,
+            roles={"user": n},
+        )
+        for n in range(extra)
+    ]
+    bulk.insert_anchors(tape.pk, rows)
+    stored = list(Anchor.objects.filter(tape=tape).order_by("pos").values(*bulk.ANCHOR_FIELDS))
+    assert stored == [{name: getattr(row, name) for name in bulk.ANCHOR_FIELDS} for row in rows]
