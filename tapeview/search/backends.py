@@ -44,12 +44,21 @@ class SQLite:
         """The values to insert: `fields` in the order of COLUMNS."""
         return (doc_id, fts_body(text), tags, *fields)
 
+    def label(self, tags: str, tape_id: int, source: str, kind: str, name: str) -> tuple:
+        """What the rows of a tape's entries of one kind and name share (see `entry`)."""
+        return tags, tape_id, source, kind, name
+
+    def entry(self, doc_id: int, text: str, label: tuple, pos: int, date: str) -> tuple:
+        """A tape entry's row as the search pass makes it: the columns of its staging table (writes.TABLE)."""
+        tags, tape_id, source, kind, name = label
+        return doc_id, fts_body(text), tags, tape_id, pos, source, kind, name, date
+
     def insert(self, rows: list[tuple]) -> None:
-        self.write(self.prepare(rows))()
+        self.write(writes.Staged(rows))()
 
     def prepare(self, rows: list[tuple], apart: bool = False) -> writes.Staged:
-        """What `write` takes of these rows: made by the search pass as it reads them (see writes.Staged)."""
-        return writes.Staged(rows, apart)
+        """What `write` takes of the search pass's rows (`entry`), made as it reads them (writes.Staged)."""
+        return writes.Staged(rows, apart, entries=True)
 
     def write(
         self, staged: writes.Staged, meanwhile: Callable[[], T] | None = None
@@ -152,6 +161,13 @@ class SQLite:
 class PostgreSQL(PostgreSQLWrites):
     """A table with a tsvector of the doc's words and tags (GIN-indexed) beside the text of headlines;
     the docs of a big batch fresh meanwhile (see search.fresh). The write side: search.pg_writes."""
+
+    def label(self, tags: str, tape_id: int, source: str, kind: str, name: str) -> tuple:
+        return tags, "entry", tape_id, None, "", source, kind, name
+
+    def entry(self, doc_id: int, text: str, label: tuple, pos: int, date: str) -> tuple:
+        """A tape entry's row, as `row` makes it: its `label` shared with the entries of its kind and name."""
+        return doc_id, text, label, pos, date
 
     def bodies(self, ids: list[int]) -> dict[int, str]:
         """The searchable text of these docs as it was given (the markers both engines add taken out)."""

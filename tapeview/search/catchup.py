@@ -171,52 +171,60 @@ def catch_up_tape(tape: Tape, deadline: float | None = None) -> int:
 def _batches(backend: Engine, tape: Tape, mark: SearchedTape, apart: bool) -> Iterator[tuple]:
     """The rows of the entries not yet searchable as the engine writes them (`prepare`), a batch at a
     time, each with its size and where it ends (offset, next_pos)."""
-    docs = _unsearched(tape, mark)
+    docs, first = _unsearched(tape, mark), mark.next_pos
     while True:
-        batch = _Batch(docs)
+        batch = _Batch(docs, first, tape.next_pos)
         # Rows are made as the lines are read: a batch never holds their parsed JSON (thousands of
         # objects each for the garbage collector to walk), only their rows.
         rows = entry_rows(backend, tape, batch)
         if not batch.size:
             return
         yield backend.prepare(rows, apart), batch.size, batch.offset, batch.next_pos
+        if batch.last_read:
+            return
 
 
 def _unsearched(tape: Tape, mark: SearchedTape) -> Iterator[Doc]:
-    """The docs of the offset index's entries that are not searchable yet, read from the file: from
+    """The docs of a tape's lines from where those not searchable yet may be, read from the file: from
     the mark on for an append-only tape, else the file again from its start."""
-    if tape.append_only:
-        if tape.inode is not None and os.stat(tape.path).st_ino != tape.inode:
-            return  # replaced: the indexer resets the tape, and its search progress with it
-        docs = tape_docs(tape.kind, Path(tape.path), mark.offset, mark.next_pos)
-    else:
-        docs = tape_docs(tape.kind, Path(tape.path))
-    last, first = tape.next_pos, mark.next_pos
-    for doc in docs:
-        if doc[0] >= last:
-            return  # not in the offset index yet: a page could not show it
-        if doc[0] >= first:
-            yield doc
+    if not tape.append_only:
+        return tape_docs(tape.kind, Path(tape.path))
+    if tape.inode is not None and os.stat(tape.path).st_ino != tape.inode:
+        return iter(())  # replaced: the indexer resets the tape, and its search progress with it
+    return tape_docs(tape.kind, Path(tape.path), mark.offset, mark.next_pos)
 
 
 class _Batch:
-    """The docs of a tape's next entries, up to BATCH of them or BATCH_BYTES of the file, as they are
-    read; then where they end (`offset`, `next_pos`)."""
+    """The docs of a tape's next entries not searchable yet (their pos from `first`, before `last`), up
+    to BATCH of them or BATCH_BYTES of the file, as they are read; then where they end (`offset`,
+    `next_pos`), and whether they are the last to read (`last_read`)."""
 
-    def __init__(self, docs: Iterator[Doc]) -> None:
-        self.docs = docs
-        self.size = 0
-        self.offset = self.next_pos = 0
+    def __init__(self, docs: Iterator[Doc], first: int, last: int) -> None:
+        self.docs, self.first, self.last = docs, first, last
+        self.size = self.offset = self.next_pos = 0
+        self.last_read = False
 
     def __iter__(self) -> Iterator[Doc]:
-        read = 0
-        for doc in self.docs:
-            self.size += 1
-            self.offset, self.next_pos = doc[1] + doc[2], doc[0] + 1
-            yield doc
-            read += doc[2]
-            if self.size >= BATCH or read >= BATCH_BYTES:
-                return
+        # Counted in local names, and told once it ends: this runs once per entry of every tape.
+        size = read = 0
+        first, last, end = self.first, self.last, None
+        try:
+            for doc in self.docs:
+                if doc[0] >= last:  # not in the offset index yet: a page could not show it
+                    self.last_read = True
+                    return
+                if doc[0] < first:
+                    continue
+                size += 1
+                end = doc
+                yield doc
+                read += doc[2]
+                if size >= BATCH or read >= BATCH_BYTES:
+                    return
+            self.last_read = True
+        finally:
+            if end is not None:
+                self.size, self.offset, self.next_pos = size, end[1] + end[2], end[0] + 1
 
 
 def _commit(
@@ -243,10 +251,13 @@ def _commit(
 
 
 def entry_rows(backend: Engine, tape: Tape, docs: Iterable[Doc]) -> list[tuple]:
-    tape_id, source, row = tape.pk, tape.source, backend.row
+    """The rows of a tape's docs as the engine writes them (its `entry`): this runs once per entry of
+    every tape, so what the rows of one kind and name share (their `label`) is made once a batch."""
+    tape_id, source, entry = tape.pk, tape.source, backend.entry
+    first_id = tape_id << SHIFT
     last_system = _last_system.get(tape_id)
+    labels: dict[tuple[str, str], tuple] = {}
     rows = []
-    # Positional, in the order of docs.COLUMNS: this runs once per entry of every tape.
     for pos, _, _, kind, name, text, day in docs:
         if pos > LAST_POS:
             continue
@@ -257,25 +268,17 @@ def entry_rows(backend: Engine, tape: Tape, docs: Iterable[Doc]) -> list[tuple]:
             if digest == last_system:
                 text = kind
             last_system = _last_system[tape_id] = digest
-        if "\x00" in kind or "\x00" in name:  # as the database keeps them (tapes.models.db_text)
-            kind, name = db_text(kind), db_text(name)
-        rows.append(
-            row(
-                tape_id << SHIFT | pos,
-                text,
-                tags(source, kind, name),
-                "entry",
-                tape_id,
-                pos,
-                None,
-                "",
-                source,
-                kind,
-                name[:200],
-                day,
-            )
-        )
+        label = labels.get((kind, name))
+        if label is None:
+            label = labels[kind, name] = _label(backend, tape_id, source, kind, name)
+        rows.append(entry(first_id | pos, text, label, pos, day))
     return rows
+
+
+def _label(backend: Engine, tape_id: int, source: str, kind: str, name: str) -> tuple:
+    if "\x00" in kind or "\x00" in name:  # as the database keeps them (tapes.models.db_text)
+        kind, name = db_text(kind), db_text(name)
+    return backend.label(tags(source, kind, name), tape_id, source, kind, name[:200])
 
 
 def forget_tape(tape_id: int) -> None:

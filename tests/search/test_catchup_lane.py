@@ -44,8 +44,20 @@ def reference_rows(backend, tape: Tape, entries: Iterable[Entry]) -> list[tuple]
         if "\x00" in kind or "\x00" in name:
             kind, name = db_text(kind), db_text(name)
         fields = ("entry", tape.pk, e.pos, None, "", tape.source, kind, name[:200], date_text(e.date))
-        rows.append(backend.row(tape.pk << SHIFT | e.pos, text, tags(tape.source, kind, name), *fields))
+        rows.append(
+            as_made(
+                backend, backend.row(tape.pk << SHIFT | e.pos, text, tags(tape.source, kind, name), *fields)
+            )
+        )
     return rows
+
+
+def as_made(backend, row: tuple) -> tuple:
+    """A tape entry's row as the engine's `row` makes it, in the form the pass makes (its `entry`): on
+    SQLite the columns of the staging table (writes.TABLE), on PostgreSQL the same row."""
+    if isinstance(backend, backends.SQLite):
+        return row[0], row[1], row[2], row[4], row[5], row[8], row[9], row[10], row[11]
+    return row
 
 
 def lane_rows(backend, tape: Tape, path: Path, start: int = 0, first_pos: int = 1) -> list[tuple]:

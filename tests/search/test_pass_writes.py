@@ -3,6 +3,7 @@ commit, and the settings the pass writes under are put back after it, also when 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -180,8 +181,8 @@ def staged_apart(monkeypatch) -> list[str]:
     """The databases in memory that the pass's batches are staged in, as they are made."""
     made, staged = [], writes.Staged.__init__
 
-    def recorded(self, rows, apart=False):
-        staged(self, rows, apart)
+    def recorded(self, *args, **kwargs):
+        staged(self, *args, **kwargs)
         if self.uri:
             made.append(self.uri)
 
@@ -256,3 +257,29 @@ def test_fts5_keeps_the_write_settings_the_pass_was_measured_with(db):
     with connection.cursor() as cursor:
         cursor.execute("SELECT k, v FROM search_doc_config WHERE k IN ('hashsize', 'automerge')")
         assert dict(cursor.fetchall()) == {"automerge": 16, "hashsize": 16 * 1024 * 1024}
+
+
+@sqlite_only
+def test_the_read_ahead_checkpoints_what_the_batches_before_committed_and_the_pass_leaves_none(
+    shared_db, big, monkeypatch
+):
+    """In a database file whose log is a write-ahead log, as `tapeview serve` opens it: the log is
+    copied into the database as the pass goes, by a thread that does not outlive it."""
+    copied, checkpoint = [], writes._checkpoint
+
+    def recorded(log: str) -> None:
+        checkpoint(log)
+        with closing(sqlite3.connect(log)) as db:
+            copied.append(db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+
+    monkeypatch.setattr(writes, "_checkpoint", recorded)
+    assert catchup.catch_up() == N
+    # Beside each read-ahead: while each of the 3 batches was written (BATCH is 1000 here).
+    assert len(copied) == 3
+    assert all(busy == 0 and frames > 0 for busy, frames, _ in copied)
+    assert [thread.name for thread in threading.enumerate() if thread.name == "search-checkpoint"] == []
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        busy, frames, done = cursor.fetchone()
+    assert busy == 0 and frames == done  # and what the last one committed, at the end of the pass
+    assert hits_of("w2600", big) == [2600]

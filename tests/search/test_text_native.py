@@ -280,3 +280,15 @@ def test_a_kind_taken_on_one_side_only_leaves_every_line_to_python(monkeypatch) 
     monkeypatch.setattr(lane, "PLAIN_KINDS", lane.PLAIN_KINDS - {"error"})
     assert list(lane.tape_docs("bub", path)) == expected  # (the sample has no error line)
     assert taken == []
+
+
+@pytest.mark.parametrize("at", [0, 1, 7, 8, 9, 15, 16, 17, 23])
+@pytest.mark.parametrize("marker", ["\x00", "\x01", "\x02", "\x03"])
+def test_what_fts5_is_given_of_ascii_text_with_a_marker_anywhere_is_the_same_compiled_and_in_python(
+    at: int, marker: str
+) -> None:
+    """ASCII text is looked through eight characters at a time: a marker in any place of those eight."""
+    value = "".join(chr(0x04 + (i * 37) % 0x7C) for i in range(24))
+    marked = value[:at] + marker + value[at + 1 :]
+    assert text.native.fts_body(marked) == text.python_fts_body(marked) == marked.replace(marker, " ")
+    assert text.native.fts_body(value) is value  # nothing to change: the same string
