@@ -236,3 +236,20 @@ def site(live_server, settings, bub_home: Path, bub_samples: Path) -> str:
     settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
     discovery.sync()
     return live_server.url
+
+
+LONG_MODULE = 400  # lines; a report for the reader, not a rule: modules are split by job
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    root = Path(__file__).resolve().parents[1]
+    long = sorted(
+        (n, p.relative_to(root))
+        for top in ("tapeview", "memory_admin")
+        for p in (root / top).rglob("*.py")
+        if "migrations" not in p.parts and (n := len(p.read_text().splitlines())) > LONG_MODULE
+    )
+    if long:
+        terminalreporter.write_sep("-", f"modules over {LONG_MODULE} lines (a report, not a failure)")
+        for n, rel in reversed(long):
+            terminalreporter.write_line(f"{n:5d}  {rel}")
