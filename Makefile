@@ -63,7 +63,7 @@ lint: setup
 format: setup
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
-## bench: the scale table (docs/performance.md) on SQLite and PostgreSQL; SCALE=1 is the issue's full size
+## bench: the scale table (docs/performance.md) on SQLite and PostgreSQL; SCALE=1 is the full size
 SCALE ?= 0.01
 bench: setup system
 	$(BIN)/python bench/scale.py --scale $(SCALE) --db both

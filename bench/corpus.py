@@ -1,6 +1,6 @@
 """Write the scale benchmark's corpus: python bench/corpus.py OUT_DIR [--scale S] [--seed SEED].
 
-At --scale 1 (issue 10, "Scale"), laid out as Tapeview's sources read it:
+At --scale 1, laid out as Tapeview's sources read it:
 
     OUT_DIR/many/      bub: 10,000 tapes of 20-2,000 entries, log-uniform (many short, few long),
                        ending over the last 365 days

@@ -1,4 +1,4 @@
-"""The figures a fleet estimate rests on (issue 11, docs/fleet.md), measured on a real PostgreSQL.
+"""The figures a fleet estimate rests on (docs/fleet.md), measured on a real PostgreSQL.
 
     .venv/bin/python bench/fleet.py [--entries 200000] [--runs 20] [--idle-tapes 1000] [--idle-seconds 60]
 

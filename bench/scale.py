@@ -1,4 +1,4 @@
-"""The scale benchmark of issue 10: every row of its table, measured, on SQLite and PostgreSQL.
+"""The scale benchmark: every row of its table, measured, on SQLite and PostgreSQL.
 
     python bench/scale.py [--scale S] [--db sqlite|postgres|both] [--corpus DIR] [--runs N]
 
@@ -62,7 +62,7 @@ def yes(ok: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--scale", type=float, default=1.0, help="multiplies the corpus (default 1: the issue's)"
+        "--scale", type=float, default=1.0, help="multiplies the corpus (default 1: full size)"
     )
     parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--corpus", type=Path, help="the corpus folder (default bench/out/corpus-<scale>)")

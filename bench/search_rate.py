@@ -1,4 +1,4 @@
-"""Full-text search of issue 10 alone: the catch-up pass against raw, and search p50 against grep.
+"""Full-text search alone: the catch-up pass against raw, and search p50 against grep.
 
     python bench/search_rate.py [--scale S | --corpus DIR] [--keep DIR] [--runs N] [--only catchup|search]
     python bench/search_rate.py --real      # the catch-up alone, of the 200,000-entry real tape

@@ -4,8 +4,8 @@ of that slice's matches alone (backends.PostgreSQL.find).
 
 The whole GIN index costs about 0.25 µs for each match of a word anywhere in the table, and a
 window's rows each cost a read, so a word in 3 % of 5.5 million docs took 50-100 ms to give its
-newest 2,000 matches. In a slice of 75,000 docs it finds them among about 2,250 (docs/performance.md,
-the eighteenth session: the p50 of 20 terms at scale 1 went from 76.5 to 44.7 ms). The price: the
+newest 2,000 matches. In a slice of 75,000 docs it finds them among about 2,250 (docs/performance.md:
+the p50 of 20 terms at scale 1 went from 76.5 to 44.7 ms). The price: the
 slices' disk (about the whole index's again) and a second GIN insert for each doc in a slice.
 
 A slice is an index named after its range, `search_doc_slice_<low>_<high>` (`_top` for the newest,

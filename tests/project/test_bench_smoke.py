@@ -1,4 +1,4 @@
-"""The scale benchmark (bench/scale.py) at a tiny scale: every row of the issue's table gets a figure."""
+"""The scale benchmark (bench/scale.py) at a tiny scale: every row of its table gets a figure."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# The figures of issue 10's table, as the rows of the printed table begin.
+# The figures of the scale table, as the rows of the printed table begin.
 FIGURES = [
     "cold index, real",
     "cold index, 1,000-entry tape",

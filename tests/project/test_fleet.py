@@ -1,4 +1,4 @@
-"""A fleet (issue 11): agents on two hosts, one PostgreSQL, and a web tier that cannot see their files.
+"""A fleet: agents on two hosts, one PostgreSQL, and a web tier that cannot see their files.
 
 Real processes: `tapeview index --watch` as host-a and as host-b, each over its own folder, and
 `tapeview serve --no-index` as host "web" in a mount namespace where a tmpfs hides both folders.

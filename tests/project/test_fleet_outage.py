@@ -1,4 +1,4 @@
-"""A fleet's PostgreSQL goes away under a running watcher and comes back (issue 11, docs/fleet.md).
+"""A fleet's PostgreSQL goes away under a running watcher and comes back (docs/fleet.md).
 
 Real processes: a throwaway PostgreSQL server (.ci/postgres_server.py) that the test stops and
 starts again with `pg_ctl`, `tapeview index --watch` as host-a over a folder of its own, and
