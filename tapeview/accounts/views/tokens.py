@@ -23,7 +23,7 @@ class TokenForm(forms.Form):
 
 @role_required("admin")
 def token_list(request: HttpRequest) -> HttpResponse:
-    """Every API token, and a form to create one. Template `tapeview/token_list.html`.
+    """Every API token, and a form to create one. Template `accounts/token_list.html`.
 
     After a create the page shows the new token's plaintext once, in the response itself: it is
     never put in the session or a message, which would keep it beyond this page.

@@ -32,7 +32,7 @@ class RoleForm(forms.Form):
 
 @role_required("admin")
 def user_list(request: HttpRequest) -> HttpResponse:
-    """Everyone who can sign in, with their roles. Template `tapeview/user_list.html`."""
+    """Everyone who can sign in, with their roles. Template `accounts/user_list.html`."""
     form = UserForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = User.objects.create_user(form.cleaned_data["username"])

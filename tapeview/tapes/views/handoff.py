@@ -26,7 +26,7 @@ from ..forms import (
 def tape_handoff(request: HttpRequest, key: str) -> HttpResponse:
     """Write a handoff after showing what the agent's next context would be.
 
-    Template `tapeview/tape_handoff.html`; 409 with Retry-After when the tape is mid-turn.
+    Template `tapes/tape_handoff.html`; 409 with Retry-After when the tape is mid-turn.
     """
     tape = lookup.find_tape(key)
     refusal = handoff.refusal(tape)

@@ -15,7 +15,7 @@ LINEAGE_PAGE_SIZE = 100
 def tape_lineage(request: HttpRequest, key: str) -> HttpResponse:
     """The chain of a session's handoffs, archives first, each state diffed with the one before.
 
-    Template `tapeview/tape_lineage.html`.
+    Template `tapes/tape_lineage.html`.
     """
     tape = lookup.find_tape(key)
     form = LineageForm(request.GET)

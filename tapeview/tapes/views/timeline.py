@@ -26,7 +26,7 @@ KEPT_SECONDS = 600  # as the pictures: what is kept changes only when the tape's
 
 @vary_on_headers("HX-Request", "HX-Target")
 def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
-    """One tape's timeline, its phase table and context budget. Template `tapeview/tape_detail.html`,
+    """One tape's timeline, its phase table and context budget. Template `tapes/tape_detail.html`,
     partial `#entries`; the phase table alone (`tapes/_phase_table.html`) for htmx sorting it.
 
     `?time=` jumps to the first entry at or after a moment, as `?at=` does to a position."""
@@ -222,7 +222,7 @@ def _has_memory(tape: Tape, attachments: list[Tape]) -> bool:
 def tape_context(request: HttpRequest, key: str) -> HttpResponse:
     """What the model would see after an anchor (`?anchor=`): the totals of the whole context and
     one page of its messages (`?after=`, `?before=`, `?end=1`, as the timeline pages). Template
-    `tapeview/tape_context.html`; partial `#messages` (the page alone) for htmx."""
+    `tapes/tape_context.html`; partial `#messages` (the page alone) for htmx."""
     tape = lookup.find_tape(key)
     form = ContextForm(request.GET)
     if form.bad_anchor():
@@ -247,7 +247,7 @@ def tape_context(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def entry_detail(request: HttpRequest, key: str, pos: int) -> HttpResponse:
-    """One entry in full. Template `tapeview/entry_detail.html`."""
+    """One entry in full. Template `tapes/entry_detail.html`."""
     tape = lookup.find_tape(key)
     row = lookup.find_row(tape, pos)
     entry = timeline.read_rows(tape, [row])[0]
