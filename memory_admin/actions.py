@@ -13,10 +13,10 @@ from django.views.decorators.http import require_POST
 from tapeview.accounts.roles import role_required
 
 from . import versions
-from .api import find_store
 from .conflicts import Change, Describe, replacing, restoring, said
 from .forms import PRUNE_DAYS, EntryForm, KvForm, ZoneForm
 from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of
+from .lookup import find_store
 from .models import MemoryStore
 from .stores.model import StaleEdit, StoreError
 from .stores.yachiyo_memory import MemoryEntry

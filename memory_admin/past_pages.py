@@ -8,10 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from . import asof, versions
-from .api import find_store
 from .blame import TooLong, blame
 from .forms import AsOfForm
 from .kinds import kind_of
+from .lookup import find_store
 from .models import MemoryStore
 from .stores.bub_zone import Zone
 from .stores.model import StoreError

@@ -9,10 +9,10 @@ from django.views.decorators.http import require_POST
 from tapeview.accounts.roles import role_required
 
 from . import versions
-from .api import find_store
 from .conflicts import restoring
 from .forms import RestoreForm
 from .kinds import kind_of
+from .lookup import find_store
 from .models import MemoryStore
 from .stores.model import StoreError
 from .views import confirm_page, refused, write_page

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -16,17 +15,17 @@ from tapeview.outbox.answers import result_of, waited
 from tapeview.outbox.handlers import Result, handler
 from tapeview.outbox.views import queued_page
 from tapeview.sources import TapeBusy, TapeNotFound
-from tapeview.tapes import discovery, index
-from tapeview.tapes.models import Tape
+from tapeview.tapes import discovery
 
 from . import diff, export, past_pages, versions, writes
-from .api import find_store, queue_write
+from .api import queue_write
 from .api.schemas import conflict
 from .blame import blames
 from .catalog import refresh_stat, sync_stores
 from .conflicts import Describe
 from .forms import AsOfForm, DiffForm, StoreListForm, TextEditForm
-from .kinds import BubZone, kind_of
+from .kinds import kind_of
+from .lookup import find_store, find_zone
 from .models import MemoryStore
 from .outcomes import saved, stale_page
 from .stores.model import Snapshot, StaleEdit, StoreError, edit_problem, not_text_note
@@ -275,13 +274,4 @@ def busy_page(request: HttpRequest, store: MemoryStore, busy: TapeBusy) -> HttpR
 
 def zone_of_tape(request: HttpRequest, key: str) -> HttpResponse:
     """The memory zone of a tape: the store page of that zone."""
-    tape = Tape.objects.filter(key=key).first() if key.isascii() and key.isalnum() else None
-    if tape is None:
-        raise Http404("no such tape")
-    if settings.TAPEVIEW_WEB_INDEXES:  # else another process keeps the index (serve --no-index)
-        index.refresh(tape)
-        sync_stores()
-    store = MemoryStore.objects.filter(kind__in=BubZone.names, tape=tape).first()
-    if store is None:
-        raise Http404("this tape has no memory zone")
-    return redirect("memory_admin:store_detail", key=store.key)
+    return redirect("memory_admin:store_detail", key=find_zone(key).key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from contextlib import suppress
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -16,14 +15,15 @@ from tapeview.outbox import queue as outbox
 from tapeview.outbox.answers import api_answer
 from tapeview.outbox.api import OutboxRequestOut
 from tapeview.outbox.handlers import Result, handler
-from tapeview.tapes import copy_reader, discovery
+from tapeview.tapes import discovery
 from tapeview.tapes.api.cursor import offset_page
 from tapeview.tapes.api.schemas import TEXT, BusyOut, PageIn, responses
 
 from .. import asof, export, versions, writes
 from ..blame import blame
-from ..catalog import refresh_stat, refusal, sync_stores
+from ..catalog import refresh_stat, sync_stores
 from ..kinds import kind_of
+from ..lookup import find_store
 from ..models import MemoryStore
 from ..stores.model import Snapshot, StaleEdit, StoreError
 from .schemas import (
@@ -45,22 +45,6 @@ from .schemas import (
 )
 
 router = Router(tags=["memory"])
-
-
-def find_store(key: str, kinds: Collection[str] | None = None) -> MemoryStore:
-    """The store with this key (and of one of `kinds`), its files read from its host, for the API
-    and the pages alike: else a 404 in the user's words, not "No MemoryStore matches the given query"."""
-    stores = MemoryStore.objects.select_related("tape").filter(key=key)
-    if kinds is not None:
-        stores = stores.filter(kind__in=kinds)
-    # Keys are short alphanumerics: anything else cannot be one, and never reaches the database.
-    store = stores.first() if key.isascii() and key.isalnum() and len(key) <= 32 else None
-    if store is None:
-        raise Http404("no such memory store")
-    if why := refusal(store):
-        raise Http404(f"this store's file is {why}")
-    copy_reader.read_from_host(store.host)  # another host's store: its files' copies
-    return store
 
 
 def _store_out(store: MemoryStore, snap: Snapshot | None = None) -> dict:

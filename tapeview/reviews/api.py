@@ -170,7 +170,7 @@ EXPORT_DOC = {
 def export_reviews(request: HttpRequest, tape_id: str) -> StreamingHttpResponse:
     """Every review of the tape, history included, as JSON lines (also of a tape whose file is gone)."""
     # A tape without reviews exports nothing, a tape gone from the index its reviews; no tape is a 404.
-    reviewed = ledger.is_tape_key(tape_id) and ledger.find(tape=tape_id).exists()
+    reviewed = lookup.is_key(tape_id) and ledger.find(tape=tape_id).exists()
     if not reviewed:
         lookup.find_tape(tape_id)
     response = StreamingHttpResponse(transfer.export(tape_id), content_type=transfer.CONTENT_TYPE)

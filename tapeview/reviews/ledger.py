@@ -67,11 +67,6 @@ def split_labels(text: str) -> list[str]:
     return [part for part in re.split(r"[\s,]+", text) if part]
 
 
-def is_tape_key(key: str) -> bool:
-    """Could be a tape's key (as lookup.find_tape checks): anything else never reaches a query."""
-    return key.isascii() and key.isalnum() and len(key) <= lookup.KEY_LENGTH
-
-
 def content_hash(tape: Tape, row: Row) -> str:
     """sha256 of the entry as the agent wrote it (raw.read: the line's bytes, or a record's JSON)."""
     digest = hashlib.sha256()

@@ -82,7 +82,7 @@ def review_create(request: HttpRequest, key: str, pos: int) -> HttpResponse:
 def _history(
     request: HttpRequest, key: str, pos: int, form: ReviewForm | None, status: int = 200
 ) -> HttpResponse:
-    if not ledger.is_tape_key(key):
+    if not lookup.is_key(key):
         raise Http404("no such tape")
     tape, entry = _entry(key, pos)
     reviews = ledger.mark(ledger.find(tape=key, pos=pos).linked())

@@ -11,7 +11,7 @@ from .rows import Row
 
 # The widest position a query takes: a position is a 32-bit integer on PostgreSQL.
 MAX_POS = 2**31 - 1
-KEY_LENGTH = 32  # Tape.key's max_length
+KEY_LENGTH = 32  # the max_length of Tape.key and MemoryStore.key
 
 
 class NoSuchTape(Http404, LookupError):
@@ -26,11 +26,14 @@ class NoSuchEntry(Http404, LookupError):
     """The tape has no entry at this position."""
 
 
+def is_key(key: str) -> bool:
+    """Could be a tape's or a store's key: anything else never reaches the database."""
+    return key.isascii() and key.isalnum() and len(key) <= KEY_LENGTH
+
+
 def find_tape(key: str) -> Tape:
     """The tape with this key, its index brought up to date with its file."""
-    # Keys are short alphanumerics: anything else cannot be one, and never reaches the database.
-    is_key = key.isascii() and key.isalnum() and len(key) <= KEY_LENGTH
-    tape = Tape.objects.filter(key=key).first() if is_key else None
+    tape = Tape.objects.filter(key=key).first() if is_key(key) else None
     if tape is None:
         raise NoSuchTape("no such tape")
     copy_reader.read_from_host(tape.host)  # another host's tape: its file's copy
