@@ -9,8 +9,8 @@ import re
 import pytest
 
 from .test_budget import line, turns, write_tape
-from .test_walk4_tape_pages import append
-from .test_walk5_tape_pages import USER, tail
+from .test_tape_page_handoff_hint import append
+from .test_tape_page_words import USER, tail
 
 pytestmark = pytest.mark.django_db
 

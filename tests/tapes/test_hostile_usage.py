@@ -12,7 +12,7 @@ from tapeview.tapes import blocklane, discovery
 from tapeview.tapes.models import Tape
 
 from .test_budget import line, write_tape
-from .test_walk5_tape_pages import tokens_row
+from .test_tape_page_words import tokens_row
 
 pytestmark = pytest.mark.django_db
 

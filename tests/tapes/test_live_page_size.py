@@ -11,7 +11,7 @@ import pytest
 from tapeview.tapes.live import LIVE_PAGE_SIZE as FULL
 
 from .test_budget import line, write_tape
-from .test_walk4_tape_pages import append
+from .test_tape_page_handoff_hint import append
 
 pytestmark = pytest.mark.django_db
 

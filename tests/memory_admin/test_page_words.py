@@ -1,4 +1,4 @@
-"""A new user's walk through the memory pages: operator words, not the developers' notes, and one h1
+"""The memory pages speak operator words, not the developers' notes, and one h1
 on a page, whatever headings the memory's Markdown holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A new user's walk through saving memory text: a text that cannot be saved says why on the page and in
+"""Saving memory text: a text that cannot be saved says why on the page and in
 the API alike (one limit, one message), and a Save clicked twice is saved once, not a conflict."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile input found by the third attack walk: each gets a clear answer, never a 500 or a stopped index."""
+"""Hostile input: each gets a clear answer, never a 500 or a stopped index."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What an operator's walk through the demo found: an empty timeline page says why, the memory list
+"""What an operator reads on the demo: an empty timeline page says why, the memory list
 counts a zone's versions as its page does, and the Sources table fits the screen."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from .operator_sources import serve, tape
 from .test_budget import line, turns, write_tape
-from .test_walk4_tape_pages import append
+from .test_tape_page_handoff_hint import append
 
 pytestmark = pytest.mark.django_db
 
