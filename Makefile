@@ -6,6 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Where `make setup` links the `tapeview` command (Debian's ~/.profile puts it on PATH when it exists).
 BINDIR ?= $(HOME)/.local/bin
+PG_PASS = $(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
 
 .PHONY: run test test-sqlite test-postgres setup link system screenshots lint format bench load clean
 
@@ -42,8 +43,17 @@ run: setup
 system:
 	.ci/system-packages
 
-## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL
-test: test-sqlite test-postgres
+## test: set up and run every test, on SQLite (with the browser tests) and on a real PostgreSQL side by side;
+## the PostgreSQL pass's output is kept in test-artifacts/postgres.log and printed after the SQLite pass's
+test: setup system
+	$(BIN)/ruff check .
+	@mkdir -p test-artifacts
+	@$(PG_PASS) > test-artifacts/postgres.log 2>&1 & pg=$$!; trap 'kill $$pg 2>/dev/null' INT TERM; \
+	$(BIN)/python -m pytest; sqlite=$$?; \
+	wait $$pg; postgres=$$?; \
+	echo "SQLite pass: exit $$sqlite; PostgreSQL pass: exit $$postgres (its output follows)"; \
+	cat test-artifacts/postgres.log; \
+	[ $$sqlite -eq 0 ] && [ $$postgres -eq 0 ]
 
 test-sqlite: setup system
 	$(BIN)/ruff check .
@@ -51,7 +61,7 @@ test-sqlite: setup system
 
 ## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (.ci/postgres_server.py)
 test-postgres: setup system
-	$(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
+	$(PG_PASS)
 
 ## screenshots: retake the README's screenshots (docs/screenshots) with the browser test that checks them
 screenshots: setup system
