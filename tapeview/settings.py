@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import socket
@@ -38,6 +39,17 @@ def env_float(name: str, default: float, low: float = 0.0, whole: bool = False) 
     if not low <= number < float("inf"):
         raise ImproperlyConfigured(f"{name}={value!r}: expected a number of at least {low:g}")
     return number
+
+
+def env_address(name: str, default: str) -> str:
+    """An IP address as a peer's REMOTE_ADDR spells it, "*" (any peer), or "" (none)."""
+    value = os.environ.get(name, "").strip() or default
+    if value in ("", "*"):
+        return value
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected an IP address or *") from None
 
 
 # Where Tapeview keeps its own files (index database, demo data, secret key); `tapeview` makes it.
@@ -242,12 +254,17 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = int(env_float("TAPEVIEW_HSTS_SECONDS", 31536000)) if SESSION_COOKIE_SECURE else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SESSION_COOKIE_SECURE
-if env_bool("TAPEVIEW_BEHIND_PROXY", False):
-    # A TLS-terminating proxy in front says which scheme the browser used, and who the browser is:
-    # sign-in throttling counts failures per client (X-Forwarded-For, as the one proxy set it),
-    # not per proxy, which would lock everyone out after ten failures by anyone.
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    AXES_CLIENT_IP_CALLABLE = "tapeview.accounts.throttle.client_address"
+# The TLS-terminating proxy in front, by the address this server sees it connect from: `tapeview
+# serve` (waitress) takes the browser's scheme, host and address from the X-Forwarded-* headers of
+# that peer alone, and drops them from any other. So Django sees HTTPS as HTTPS (no redirect loop,
+# HSTS sent) and REMOTE_ADDR is the browser's, which sign-in throttling counts against.
+# TAPEVIEW_BEHIND_PROXY=1 alone trusts a proxy on this host.
+TAPEVIEW_TRUSTED_PROXY = env_address(
+    "TAPEVIEW_TRUSTED_PROXY", "127.0.0.1" if env_bool("TAPEVIEW_BEHIND_PROXY", False) else ""
+)
+# Proxies in a row (a load balancer, then nginx): the client address is that many from the end
+# of X-Forwarded-For.
+TAPEVIEW_TRUSTED_PROXY_COUNT = int(env_float("TAPEVIEW_TRUSTED_PROXY_COUNT", 1, low=1, whole=True))
 # Preloading a domain into browsers is a decision for its owner, not a default of this app.
 SILENCED_SYSTEM_CHECKS = ["security.W021"]
 

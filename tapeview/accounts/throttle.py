@@ -25,14 +25,6 @@ class Throttled(HttpError):
         super().__init__(429, f"too many failed sign-ins from this address: retry in {self.retry_after} s")
 
 
-def client_address(request: HttpRequest) -> str | None:
-    """Behind one proxy (TAPEVIEW_BEHIND_PROXY): the address it put last in X-Forwarded-For, the
-    browser's; the entries before it are the browser's own word. Without one: REMOTE_ADDR."""
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    last = forwarded.rsplit(",", 1)[-1].strip()
-    return last or request.META.get("REMOTE_ADDR")
-
-
 def allowed(request: HttpRequest, credentials: dict) -> bool:
     return AxesProxyHandler.is_allowed(request, credentials)
 

@@ -30,6 +30,7 @@ def _import(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
         ("TAPEVIEW_REFRESH_SECONDS", "-1", "expected a number of at least 0"),
         ("TAPEVIEW_SEARCH_SLICE_DOCS", "many", "expected a whole number"),
         ("TAPEVIEW_SEARCH_SLICE_DOCS", "10", "expected a number of at least 1000"),
+        ("TAPEVIEW_TRUSTED_PROXY", "proxy.internal", "expected an IP address"),
         ("TAPEVIEW_DATABASE_URL", "nosuchdb://x", "TAPEVIEW_DATABASE_URL"),
     ],
 )

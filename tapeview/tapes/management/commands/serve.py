@@ -71,10 +71,41 @@ class Command(BaseCommand):
                 f"    {base}/signin/{signin.issue(admin)}/\n\n"
                 "then set a password. (`tapeview signinlink NAME` prints a new link.)\n"
             )
+        proxy = proxy_options()
+        if proxy:
+            self.stdout.write(
+                f"trusting X-Forwarded-For, -Proto, -Host and -Port from {proxy['trusted_proxy']}"
+            )
         self.stdout.write(f"Serving on {base}/ (Ctrl-C to stop)")
         self.stdout.flush()
         try:
-            waitress.serve(get_wsgi_application(), host=host, port=port, threads=8, ident="tapeview")
+            waitress.serve(
+                get_wsgi_application(),
+                host=host,
+                port=port,
+                threads=8,
+                ident="tapeview",
+                # Any other peer's X-Forwarded-* headers are dropped before Django sees them.
+                clear_untrusted_proxy_headers=True,
+                **proxy,
+            )
         finally:
             if stop is not None:
                 stop.set()
+
+
+def proxy_options() -> dict:
+    """waitress's settings for the proxy of TAPEVIEW_TRUSTED_PROXY: it sets REMOTE_ADDR, the URL
+    scheme and the host from that proxy's headers; none without one."""
+    if not settings.TAPEVIEW_TRUSTED_PROXY:
+        return {}
+    return {
+        "trusted_proxy": settings.TAPEVIEW_TRUSTED_PROXY,
+        "trusted_proxy_count": settings.TAPEVIEW_TRUSTED_PROXY_COUNT,
+        "trusted_proxy_headers": {
+            "x-forwarded-for",
+            "x-forwarded-proto",
+            "x-forwarded-host",
+            "x-forwarded-port",
+        },
+    }
