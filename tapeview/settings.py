@@ -147,17 +147,18 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# django-axes counts failed sign-ins (passwords, one-time links, API tokens) per client address in
-# the database, so every web process sees the same count; past the limit the address waits.
+# django-axes counts failed sign-ins in the database, so every web process sees the same count:
+# per client address and user name, so guessing one account locks that account from that address,
+# not every other person there (links and tokens count under names of their own, accounts.throttle).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = int(env_float("TAPEVIEW_SIGNIN_FAILURES", 10, low=1))
 AXES_COOLOFF_TIME = timedelta(seconds=env_float("TAPEVIEW_SIGNIN_COOLOFF_SECONDS", 900, low=1))
-AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_LOCKOUT_CALLABLE = "tapeview.accounts.throttle.lockout"
 AXES_VERBOSE = False
 # Its log lines name what was tried, from where, on which path; a refusal that is logged as a
 # request of its own is not logged again (tapeview.logfilters.OneLineSignInFailures).

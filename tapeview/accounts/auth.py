@@ -40,9 +40,12 @@ class Caller:
 
 class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
-        throttle.check(request, throttle.TOKEN)
         row = tokens.verify(token)
         if row is None:
+            # Only bad tokens are throttled: a service retrying a revoked token from a shared
+            # host never locks out the valid tokens of the others there.
+            if not throttle.allowed(request, throttle.TOKEN):
+                raise throttle.Throttled()
             throttle.failed(request, throttle.TOKEN)
             # For the log line of the 401: which token failed, by the prefix its admins see.
             shown = (

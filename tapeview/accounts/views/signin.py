@@ -17,12 +17,11 @@ from .. import signin, throttle
 @login_not_required
 def signin_link(request: HttpRequest, token: str) -> HttpResponse:
     """Sign in with a one-time link. Template `registration/signin_failed.html` when it fails."""
-    if not throttle.allowed(request, throttle.LINK):
-        response = render(request, "registration/locked_out.html", status=429)
-        response["Retry-After"] = str(throttle.Throttled().retry_after)
-        return response
     user = signin.redeem(token)
     if user is None:
+        # Only bad links are throttled: a valid one is never refused for others' failures.
+        if not throttle.allowed(request, throttle.LINK):
+            return throttle.lockout(request, credentials=throttle.LINK)
         throttle.failed(request, throttle.LINK)
         return render(request, "registration/signin_failed.html", status=403)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
