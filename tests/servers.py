@@ -119,3 +119,12 @@ def tapeview_serve(
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def sign_in_by_link(browser, link: str, timeout: float = 30):
+    """Open a one-time sign-in link in a `requests.Session` and press its button, as a person does:
+    the answer (for the first admin, the set-a-password page)."""
+    page = browser.get(link, timeout=timeout)
+    assert page.status_code == 200, page.text[-2000:]
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    return browser.post(link, data={"csrfmiddlewaretoken": token}, headers={"Referer": link}, timeout=timeout)

@@ -86,4 +86,5 @@ def test_guessed_sign_in_links_get_429_and_a_valid_link_still_works(client, user
     locked = client.get("/signin/guess-again/")
     assert locked.status_code == 429 and locked["Retry-After"] == "900"
     assert "Sign-in links from this address have failed too often. Wait 15 minutes" in locked.content.decode()
-    assert client.get(f"/signin/{token}/").status_code == 302
+    assert client.get(f"/signin/{token}/").status_code == 200
+    assert client.post(f"/signin/{token}/").status_code == 302

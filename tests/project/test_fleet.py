@@ -27,7 +27,7 @@ import requests
 from memory_admin.stores.model import version_of
 from tapeview.sources import bub as bub_reader
 from tests.conftest import FIXTURES
-from tests.servers import environment, postgres_database, tapeview_serve
+from tests.servers import environment, postgres_database, sign_in_by_link, tapeview_serve
 from tests.tapes.test_watcher import eventually
 
 TIMEOUT = 30
@@ -171,7 +171,7 @@ def fleet(tmp_path: Path) -> Iterator[dict]:
         api = requests.Session()
         api.headers["Authorization"] = f"Bearer {token}"
         browser = requests.Session()
-        assert browser.get(link, timeout=TIMEOUT).status_code == 200  # signed in
+        assert sign_in_by_link(browser, link, TIMEOUT).status_code == 200  # signed in
         a.start()
         b.start()
         yield {

@@ -22,7 +22,7 @@ import requests
 
 from tests.conftest import FIXTURES
 from tests.project.test_fleet import Host, append, entries_on_disk, eventually
-from tests.servers import ROOT, environment, own_database, tapeview_serve
+from tests.servers import ROOT, environment, own_database, sign_in_by_link, tapeview_serve
 
 TIMEOUT = 30
 DOWN = 8.0  # seconds the server stays down: several of the watcher's ticks and heartbeats
@@ -99,7 +99,7 @@ def fleet_of_one(tmp_path: Path) -> Iterator[dict]:
         )
         stack.callback(host.stop)
         browser = requests.Session()
-        assert browser.get(link, timeout=TIMEOUT).status_code == 200  # signed in
+        assert sign_in_by_link(browser, link, TIMEOUT).status_code == 200  # signed in
         host.start()
         server = Server(module, sock, port)
         stack.callback(server.up_again)

@@ -41,7 +41,7 @@ import requests
 from tapeview.sources import araliya as araliya_reader
 from tapeview.sources import nanobot as nanobot_reader
 from tapeview.sources import yachiyo as yachiyo_reader
-from tests.servers import environment, own_database, tapeview_serve
+from tests.servers import environment, own_database, sign_in_by_link, tapeview_serve
 
 from .agents import (
     AraliyaAgent,
@@ -200,7 +200,7 @@ def test_live_agents_of_every_family_beside_the_dashboard(tmp_path: Path) -> Non
         token = tapeview(env, "token", "create", "t", "--scope", "write").strip().splitlines()[-1]
         bearer = {"Authorization": f"Bearer {token}"}
         browser = requests.Session()
-        assert browser.get(link, timeout=TIMEOUT).status_code == 200  # signed in (the first admin)
+        assert sign_in_by_link(browser, link, TIMEOUT).status_code == 200  # signed in (the first admin)
 
         def get_json(path: str) -> dict:
             r = requests.get(base + path, headers=bearer, timeout=TIMEOUT)

@@ -37,6 +37,8 @@ def test_the_first_entries_bring_the_pagers_and_the_handoff_button_follows_the_t
     )
     with own_database(env, "tapeview_liveempty") as env, tapeview_serve(env, home) as (base, link, _):
         page.goto(link)  # the one-time sign-in link of the first admin: it may write a handoff
+        page.get_by_role("button", name="Sign in as admin").click()
+        expect(page.get_by_role("heading", name="Set your password")).to_be_visible()
         key = api_client(env).get(f"{base}/api/tapes", timeout=TIMEOUT).json()["items"][0]["id"]
         page.goto(f"{base}/tapes/{key}/")
         expect(page.locator("#no-entries")).to_have_text("This tape has no entries yet.")

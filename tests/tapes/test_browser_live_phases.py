@@ -40,6 +40,8 @@ def test_the_phase_table_and_the_pager_follow_what_the_agent_appends(page: Page,
     env = environment(home, f"bub=bub:{folder}", TAPEVIEW_REFRESH_SECONDS="0")
     with own_database(env, "tapeview_livephases") as env, tapeview_serve(env, home) as (base, link, _):
         page.goto(link)  # the one-time sign-in link of the first admin
+        page.get_by_role("button", name="Sign in as admin").click()
+        expect(page.get_by_role("heading", name="Set your password")).to_be_visible()
         key = api_client(env).get(f"{base}/api/tapes", timeout=TIMEOUT).json()["items"][0]["id"]
         page.goto(f"{base}/tapes/{key}/?end=1")
         expect(page.locator("#live-badge")).to_have_text("● live")

@@ -96,10 +96,10 @@ def test_the_first_start_creates_an_admin_without_a_password() -> None:
 def test_a_sign_in_link_works_once(client) -> None:
     admin = signin.ensure_first_admin()
     token = signin.issue(admin)
-    first = client.get(f"/signin/{token}/")
+    first = client.post(f"/signin/{token}/")
     assert first.status_code == 302 and first["Location"] == "/password/"
     client.logout()
-    assert client.get(f"/signin/{token}/").status_code == 403
+    assert client.post(f"/signin/{token}/").status_code == 403
     assert client.get("/signin/not-a-token/").status_code == 403
 
 
@@ -143,7 +143,13 @@ def test_serve_creates_the_first_admin_and_prints_a_sign_in_link(
     link = re.search(r"http://127\.0\.0\.1:8123/signin/([\w-]+)/", text)
     assert link and "created the admin 'admin'" in text
     assert signin.redeem(link.group(1)).get_username() == "admin"
-    assert served == {"host": "127.0.0.1", "port": 8123, "threads": 8, "ident": "tapeview"}
+    assert served == {
+        "host": "127.0.0.1",
+        "port": 8123,
+        "threads": 8,
+        "ident": "tapeview",
+        "clear_untrusted_proxy_headers": True,
+    }
     assert f"home=bub:{bub_home}" in settings.TAPEVIEW_SOURCES
     again = io.StringIO()
     call_command("signinlink", "admin", stdout=again)  # a new link, on the port the server took

@@ -28,6 +28,7 @@ from tapeview.sources import bub, parse_sources
 from tapeview.tapes import discovery, handoff, index
 from tapeview.tapes import rows as index_rows
 from tapeview.tapes.models import Tape
+from tests.servers import sign_in_by_link
 
 from .agent import agent_lines, append_line, ends_a_turn
 
@@ -264,7 +265,7 @@ def test_the_server_under_concurrent_reads_and_handoffs_while_the_agent_writes(t
         token = tapeview(home, "token", "create", "bot", "--scope", "write").strip().splitlines()[-1]
         bearer = {"Authorization": f"Bearer {token}"}
         browser = requests.Session()
-        assert browser.get(link, timeout=10).status_code == 200  # signed in, at the set-a-password page
+        assert sign_in_by_link(browser, link, 10).status_code == 200  # signed in, at the set-a-password page
         key = requests.get(f"{base}/api/tapes", headers=bearer, timeout=10).json()["items"][0]["id"]
 
         stop = threading.Event()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import requests
 
-from tests.servers import environment, own_database, tapeview_serve
+from tests.servers import environment, own_database, sign_in_by_link, tapeview_serve
 from tests.tapes.test_watcher import api_client, bub_line
 
 TIMEOUT = 30
@@ -33,7 +33,7 @@ def test_a_web_tier_shows_new_entries_only_once_tapeview_index_ran(tmp_path: Pat
     with own_database(env, "tapeview_noindex") as env, tapeview_serve(env, home, "--no-index") as served:
         base, link, _ = served
         browser = requests.Session()
-        assert browser.get(link, timeout=TIMEOUT).status_code == 200  # signed in
+        assert sign_in_by_link(browser, link, TIMEOUT).status_code == 200  # signed in
         api = api_client(env)
 
         assert "grows" not in browser.get(f"{base}/", timeout=TIMEOUT).text  # no page scans the sources

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Indexer
-from tests.servers import environment, own_database, tapeview_serve
+from tests.servers import environment, own_database, sign_in_by_link, tapeview_serve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TIMEOUT = 30
@@ -197,7 +197,7 @@ def test_the_first_page_answers_before_the_index_of_many_tapes_is_complete(tmp_p
     home.mkdir()
     with database(home, {"many": folder}) as env, serve(env, home) as (base, link, serving):
         browser = requests.Session()
-        assert browser.get(link, timeout=TIMEOUT).status_code == 200  # signed in
+        assert sign_in_by_link(browser, link, TIMEOUT).status_code == 200  # signed in
         page = browser.get(f"{base}/", timeout=TIMEOUT)
         answered = time.monotonic() - serving
         assert page.status_code == 200

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.servers import sign_in_by_link
 from tests.tapes.test_watcher import (
     TIMEOUT,
     api_client,
@@ -65,7 +66,7 @@ def test_a_name_that_is_not_utf8_leaves_the_watcher_watching_every_source(tmp_pa
             writer.join()
 
         browser = requests.Session()
-        assert browser.get(link, timeout=TIMEOUT).status_code == 200  # signed in
+        assert sign_in_by_link(browser, link, TIMEOUT).status_code == 200  # signed in
         page = browser.get(f"{base}/sources/", timeout=TIMEOUT).text
         assert f"The indexer is running ({mode};" in page, page[:3000]
         assert not any(name.startswith("bad-") for name in tape_names(client, base, "odd"))  # not read

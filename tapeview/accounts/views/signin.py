@@ -10,20 +10,27 @@ from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.views.decorators.http import require_http_methods
 
 from .. import signin, throttle
 
 
 @login_not_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def signin_link(request: HttpRequest, token: str) -> HttpResponse:
-    """Sign in with a one-time link. Template `registration/signin_failed.html` when it fails."""
-    user = signin.redeem(token)
+    """A one-time link: GET (and HEAD) shows a button and leaves the link unused, as link scanners and
+    chat unfurlers fetch it; the button's POST uses it, then a user without a password sets one.
+    Templates `registration/signin_link.html`, `registration/signin_failed.html` when it fails."""
+    user = signin.redeem(token) if request.method == "POST" else signin.holder(token)
     if user is None:
         # Only bad links are throttled: a valid one is never refused for others' failures.
         if not throttle.allowed(request, throttle.LINK):
             return throttle.lockout(request, credentials=throttle.LINK)
         throttle.failed(request, throttle.LINK)
         return render(request, "registration/signin_failed.html", status=403)
+    if request.method != "POST":
+        context = {"name": user.get_username(), "has_password": user.has_usable_password()}
+        return render(request, "registration/signin_link.html", context)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     if not user.has_usable_password():
         messages.info(request, "Signed in with a one-time link. Set a password to sign in again later.")

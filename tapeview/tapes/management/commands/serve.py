@@ -5,6 +5,7 @@ once, and keep the index up to date in the background (`tapeview index --watch` 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 
 import waitress
 from django.conf import settings
@@ -67,9 +68,9 @@ class Command(BaseCommand):
         admin = signin.ensure_first_admin()
         if admin is not None:
             self.stdout.write(
-                f"\nNo users yet: created the admin {admin.get_username()!r}. Sign in once with\n\n"
+                f"\nNo users yet: created the admin {admin.get_username()!r}. Open this one-time link\n\n"
                 f"    {base}/signin/{signin.issue(admin)}/\n\n"
-                "then set a password. (`tapeview signinlink NAME` prints a new link.)\n"
+                "and press Sign in, then set a password. (`tapeview signinlink NAME` prints a new link.)\n"
             )
         proxy = proxy_options()
         if proxy:
@@ -80,7 +81,7 @@ class Command(BaseCommand):
         self.stdout.flush()
         try:
             waitress.serve(
-                get_wsgi_application(),
+                without_head_bodies(get_wsgi_application()),
                 host=host,
                 port=port,
                 threads=8,
@@ -92,6 +93,21 @@ class Command(BaseCommand):
         finally:
             if stop is not None:
                 stop.set()
+
+
+def without_head_bodies(app: Callable) -> Callable:
+    """The WSGI app, answering HEAD with GET's headers and no body: Django leaves that to the server,
+    and waitress sends the body, which a client keeping the connection reads as its next answer."""
+
+    def answer(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        body = app(environ, start_response)
+        if environ.get("REQUEST_METHOD") != "HEAD":
+            return body
+        if hasattr(body, "close"):
+            body.close()  # Django's end of the request: request_finished, connections closed
+        return []
+
+    return answer
 
 
 def proxy_options() -> dict:
