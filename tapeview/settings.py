@@ -81,6 +81,10 @@ TAPEVIEW_WEB_INDEXES = env_bool("TAPEVIEW_WEB_INDEXES", True)
 # A write to another host's file goes through the outbox: the page or API call waits this many
 # seconds for that host's watcher to carry it out, then answers 202 with where to look.
 TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
+# An OTLP/HTTP collector that the indexer sends each tape's new turns to as traces (tapeview.otlp);
+# with TAPEVIEW_OTLP_CONTENT, the messages, tool arguments and results go too (left out by default).
+TAPEVIEW_OTLP_ENDPOINT = os.environ.get("TAPEVIEW_OTLP_ENDPOINT", "").strip()
+TAPEVIEW_OTLP_CONTENT = env_bool("TAPEVIEW_OTLP_CONTENT", False)
 # PostgreSQL's GIN index is also kept in slices of this many docs (search/slices.py); the indexer
 # makes at most one change to them every TAPEVIEW_SEARCH_SLICE_SECONDS while it watches.
 TAPEVIEW_SEARCH_SLICE_DOCS = int(env_float("TAPEVIEW_SEARCH_SLICE_DOCS", 75_000, low=1000, whole=True))
@@ -124,6 +128,7 @@ INSTALLED_APPS = [
     "tapeview.reviews",
     "memory_admin",
     "tapeview.search",
+    "tapeview.otlp",
 ]
 
 MIDDLEWARE = [

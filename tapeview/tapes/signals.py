@@ -19,6 +19,11 @@ tape_reset = Signal()
 # Arguments: specs (list of tapeview.sources.SourceSpec).
 sources_indexed = Signal()
 
+# The background indexer (tapes.watcher) has started; it runs until `stop` is set. A listener may
+# start work of its own beside it (the OTLP export), in a thread, never in the indexer's way.
+# Arguments: stop (threading.Event).
+watching = Signal()
+
 # The indexer has read everything it was told of, and a listener may do its own follow-up work
 # (search makes the new entries searchable) for at most `budget` seconds (None: until done).
 # Arguments: budget (float | None).

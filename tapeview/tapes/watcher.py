@@ -80,6 +80,7 @@ class Watcher:
             target=outbox.serve, args=(self.stop,), name="tapeview-outbox", daemon=True
         )
         courier.start()
+        signals.watching.send(sender=Watcher, stop=self.stop)
         try:
             self._guarded(lambda: discovery.beat(started=True, mode=self.mode))
             self._guarded(self.full_pass)
