@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from types import ModuleType
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -17,7 +18,6 @@ from django.db.models import F, Q
 
 from tapeview.tapes.models import Tape, this_host
 
-from . import delivery
 from .models import Sent
 
 log = logging.getLogger("tapeview.otlp")
@@ -34,12 +34,15 @@ def start(sender: object = None, stop: threading.Event | None = None, **_: objec
     url = settings.TAPEVIEW_OTLP_ENDPOINT
     if not url or stop is None:
         return None
+    # Imported here: the OpenTelemetry SDK loads only in a process that sends.
+    from . import delivery
+
     try:
         out = delivery.exporter(url)
     except ValueError as exc:
         log.error("TAPEVIEW_OTLP_ENDPOINT: %s; nothing is sent", exc)
         return None
-    export = Export(out, stop)
+    export = Export(delivery, out, stop)
     thread = threading.Thread(target=export.run, name="tapeview-otlp", daemon=True)
     thread.start()
     return thread
@@ -51,8 +54,8 @@ def wake(**_: object) -> None:
 
 
 class Export:
-    def __init__(self, out, stop: threading.Event) -> None:
-        self.out, self.stop = out, stop
+    def __init__(self, delivery: ModuleType, out, stop: threading.Event) -> None:
+        self.delivery, self.out, self.stop = delivery, out, stop
         self.failures = 0
 
     def run(self) -> None:
@@ -60,7 +63,7 @@ class Export:
             while not self.stop.is_set():
                 try:
                     self.catch_up()
-                except delivery.CollectorDown as exc:
+                except self.delivery.CollectorDown as exc:
                     self._back_off(str(exc))
                 except Exception:
                     log.exception("the OTLP export failed; trying again")
@@ -102,8 +105,8 @@ class Export:
     def send_tape(self, tape: Tape) -> None:
         indexed_at = tape.indexed_at  # what is sent is what was indexed by then, or more
         sent = Sent.objects.filter(tape=tape).first() or Sent(tape=tape)
-        for batch in delivery.pending(tape, sent, delivery.content()):
-            delivery.send(self.out, batch.spans)
+        for batch in self.delivery.pending(tape, sent, self.delivery.content()):
+            self.delivery.send(self.out, batch.spans)
             for name, value in batch.progress.items():
                 setattr(sent, name, value)
             sent.save()
