@@ -34,7 +34,7 @@ FORBIDDEN = {
     ),
     "tapeview/accounts/": ("tapeview.tapes", "tapeview.search", "memory_admin"),
     "tapeview/outbox/": ("tapeview.tapes", "tapeview.search", "memory_admin", "tapeview.reviews"),
-    "tapeview/tapes/": ("tapeview.search", "memory_admin", "tapeview.accounts.views"),
+    "tapeview/tapes/": ("tapeview.search", "memory_admin", "tapeview.accounts.views", "tapeview.otlp"),
     "tapeview/reviews/": (
         "tapeview.search",
         "memory_admin",
@@ -42,6 +42,7 @@ FORBIDDEN = {
         "tapeview.accounts.views",
     ),
     "memory_admin/": ("tapeview.search", "tapeview.accounts.views", "tapeview.tapes.views"),
+    "tapeview/otlp/": ("tapeview.search", "memory_admin", "tapeview.tapes.views", "tapeview.accounts"),
     "tapeview/search/": ("tapeview.tapes.views", "tapeview.accounts.views", "memory_admin.views"),
 }
 
