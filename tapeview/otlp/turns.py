@@ -159,9 +159,13 @@ class _Builder:
         return e.kind == "message" and e.name == "assistant" and not e.aside
 
     def _substantive(self) -> bool:
-        """Calls or an error after the last turn's end and no message before them (a command's run)."""
+        """Calls, an answer or an error after the last turn's end, no user's message before them: a
+        command's run, a message the agent sent of its own (nanobot's scheduled deliveries)."""
         return any(
-            e.kind in ("tool_call", "error") or (e.kind == "event" and e.name == "run") for e in self.group
+            e.kind in ("tool_call", "error")
+            or (e.kind == "event" and e.name == "run")
+            or (e.kind == "message" and e.name == "assistant")
+            for e in self.group
         )
 
     def _run_state(self) -> Any:
