@@ -78,6 +78,8 @@ if len(TAPEVIEW_HOST) > 255:
 # False for a web tier that trusts another process (`tapeview index --watch`) with the index:
 # its pages neither scan the sources nor index a tape (`tapeview serve --no-index` sets it).
 TAPEVIEW_WEB_INDEXES = env_bool("TAPEVIEW_WEB_INDEXES", True)
+# The MCP server's write tools (handoff, edit_memory, add_review): off unless asked for.
+TAPEVIEW_MCP_WRITES = env_bool("TAPEVIEW_MCP_WRITES", False)
 # A write to another host's file goes through the outbox: the page or API call waits this many
 # seconds for that host's watcher to carry it out, then answers 202 with where to look.
 TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
@@ -129,6 +131,7 @@ INSTALLED_APPS = [
     "memory_admin",
     "tapeview.search",
     "tapeview.otlp",
+    "tapeview.mcp",
 ]
 
 MIDDLEWARE = [

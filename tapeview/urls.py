@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from . import api
+from .mcp.views import endpoint as mcp_endpoint
 
 urlpatterns = [
     path("", include("tapeview.tapes.urls")),
@@ -17,6 +18,7 @@ urlpatterns = [
     path("search/", include("tapeview.search.urls")),
     path("outbox/", include("tapeview.outbox.urls")),
     path("api/", api.urls()),
+    re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),
     # Browsers ask for /favicon.ico whatever the page says: send them the real one.
     path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
 ]

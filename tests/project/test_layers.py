@@ -44,6 +44,8 @@ FORBIDDEN = {
     "memory_admin/": ("tapeview.search", "tapeview.accounts.views", "tapeview.tapes.views"),
     "tapeview/otlp/": ("tapeview.search", "memory_admin", "tapeview.tapes.views", "tapeview.accounts"),
     "tapeview/search/": ("tapeview.tapes.views", "tapeview.accounts.views", "memory_admin.views"),
+    # The MCP tools call the API's endpoints, as the API does its domain functions: never a page's view.
+    "tapeview/mcp/": ("tapeview.tapes.views", "tapeview.accounts.views", "memory_admin.views"),
 }
 
 
