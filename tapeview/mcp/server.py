@@ -175,6 +175,7 @@ def _audit(request: HttpRequest, name: str, subject: str, arguments: dict, statu
     if status >= 400:
         text = body.get("detail") if isinstance(body, dict) else body
         why = f"{status}: {text if isinstance(text, str) else json.dumps(text)}"
+    name = _kept(name)
     audit.record(
         _caller(request).actor,
         f"mcp {name}"[:40],
@@ -188,9 +189,11 @@ def _audit(request: HttpRequest, name: str, subject: str, arguments: dict, statu
 
 def _kept(value: Any) -> Any:
     if isinstance(value, str):
+        # As the client sent it, but storable: PostgreSQL takes no NUL and no lone surrogate.
+        value = value.replace("\x00", "\ufffd").encode("utf-8", "replace").decode()
         return value if len(value) <= KEPT_CHARS else value[:KEPT_CHARS] + "…"
     if isinstance(value, dict):
-        return {str(k)[:KEPT_CHARS]: _kept(v) for k, v in list(value.items())[:50]}
+        return {_kept(str(k)): _kept(v) for k, v in list(value.items())[:50]}
     if isinstance(value, list):
         return [_kept(v) for v in value[:50]]
     return value if isinstance(value, int | float | bool) or value is None else str(value)[:KEPT_CHARS]

@@ -269,6 +269,8 @@ def test_an_unknown_resource_is_a_protocol_error(served: Served) -> None:
         ("search", {"q": "the", "of": "memory", "role": "user"}, 400, "of=memory takes no role"),
         ("read_tape", {"tape_id": "x", "cursor": "AAAA"}, 404, ""),
         ("nosuch_tool", {}, 404, "no tool"),
+        ("no\x00such", {"q": "\x00"}, 404, "no tool"),
+        ("list_sessions", {"q": "a\x00b", "\x00": "x"}, 422, "string_pattern_mismatch"),
     ],
 )
 def test_a_bad_argument_is_a_tool_error(
@@ -278,6 +280,32 @@ def test_a_bad_argument_is_a_tool_error(
     assert failed
     assert body["status"] == status
     assert words in json.dumps(body)
+
+
+def test_a_lone_surrogate_is_a_tool_error_too(served: Served) -> None:
+    # The SDK's client cannot send one (it encodes UTF-8); a hand-made request can.
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": "list_sessions", "arguments": {"q": "\ud800", "\ud800": 1}, "_meta": meta}
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+    answer = requests.post(
+        f"{served.url}/mcp",
+        data=body,
+        headers={
+            **served.bearer("read"),
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "list_sessions",
+        },
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert result["isError"] and result["structuredContent"]["status"] == 422
 
 
 def test_a_read_token_is_refused_a_write_tool(served: Served) -> None:
