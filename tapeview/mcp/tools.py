@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import SkipJsonSchema
 
 from memory_admin import api as memory_api
+from memory_admin import lookup as memory_lookup
 from memory_admin import versions
 from memory_admin.api.schemas import (
     AsOfIn,
@@ -222,7 +223,7 @@ def _read_memory(request: HttpRequest, args: MemoryArgs) -> dict:
         return memory_api.get_store(request, args.store_id, _own(args, AsOfIn))
     if args.as_of is not None:
         raise ToolFailed(400, {"detail": "give a version or as_of, not both"})
-    store = memory_api.find_store(args.store_id)
+    store = memory_lookup.find_store(args.store_id)
     try:
         text = versions.version_text(store, args.version)
     except LookupError as exc:
