@@ -401,3 +401,22 @@ def test_stdio_refuses_to_start_without_a_live_token(served: Served) -> None:
     )
     assert done.returncode != 0
     assert "not a live API token" in done.stderr
+
+
+def test_failed_tokens_lock_the_address_out_as_the_api_does(served: Served) -> None:
+    # Last in the module: the lockout holds for the address until the cool-off ends.
+    def post(token: str) -> requests.Response:
+        return requests.post(
+            f"{served.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2026-07-28"},
+            timeout=30,
+        )
+
+    # Ten failures lock it (TAPEVIEW_SIGNIN_FAILURES); the revoked token's tests above counted too.
+    answers = [post(f"tv_wrong{n}").status_code for n in range(10)]
+    assert set(answers) <= {401, 429} and answers[0] == 401
+    locked = post(served.tokens["read"])
+    assert locked.status_code == 429
+    assert int(locked.headers["Retry-After"]) > 0
+    assert "too many failed sign-ins" in locked.json()["detail"]
