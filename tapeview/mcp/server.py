@@ -23,6 +23,7 @@ from tapeview.accounts import audit
 from tapeview.accounts.auth import Caller
 from tapeview.api import api
 
+from . import tools
 from .tools import BY_NAME, TOOLS, Tool, ToolFailed, result
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ INSTRUCTIONS = (
     "Tapeview: the tapes (session logs) and memory of AI agents. list_sessions finds a tape's id, read_tape "
     "pages its entries, search finds entries and memory, read_memory gives a store's text and version."
 )
+JSON = "application/json"
 RESOURCE = re.compile(r"^tapeview://(tape|memory)/([A-Za-z0-9_-]{1,32})$")
 TEMPLATES = [
     types.ResourceTemplate(
@@ -68,6 +70,9 @@ def build(authorize: Authorize) -> Server:
     async def list_templates(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> Any:
         return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
 
+    async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> Any:
+        return await sync_to_async(_resources)(authorize, ctx)
+
     async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams) -> Any:
         return await sync_to_async(_read)(authorize, ctx, str(params.uri))
 
@@ -77,6 +82,7 @@ def build(authorize: Authorize) -> Server:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
@@ -137,6 +143,19 @@ def _answer(request: HttpRequest, exc: Exception) -> tuple[int, Any]:
     if response.status_code == 500:
         raise exc
     return response.status_code, json.loads(response.content)
+
+
+def _resources(authorize: Authorize, ctx: ServerRequestContext) -> types.ListResourcesResult:
+    """The newest tapes and the memory stores, a first page of each (the templates reach the rest)."""
+    try:
+        request = authorize(ctx)
+    except ToolFailed as exc:
+        raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
+    return types.ListResourcesResult(
+        resources=[
+            types.Resource(name=name, uri=uri, mime_type=JSON) for name, uri in tools.resources(request)
+        ]
+    )
 
 
 def _read(authorize: Authorize, ctx: ServerRequestContext, uri: str) -> types.ReadResourceResult:

@@ -20,6 +20,7 @@ from memory_admin.api.schemas import (
     BlamePageOut,
     LongTermIn,
     StoreDetailOut,
+    StoreFilters,
     VersionPageOut,
 )
 from tapeview.api import api
@@ -42,7 +43,7 @@ def tape_id() -> Any:
 
 
 def store_id() -> Any:
-    return Field(max_length=32, pattern=TEXT, description="a memory store's id (search with of=memory)")
+    return Field(max_length=lookup.KEY_LENGTH, pattern=TEXT, description="a memory store's id")
 
 
 # An argument the tool does not take is an error that names it, never silently dropped.
@@ -183,8 +184,8 @@ def _own(args: BaseModel, model: type[BaseModel], *skip: str) -> Any:
 def _read_tape(request: HttpRequest, args: ReadTapeArgs) -> dict:
     filters = _own(args, EntryFilters, "full")
     if args.anchor:
-        anchor = context.find_anchor(lookup.find_tape(args.tape_id), args.anchor)
-        filters.after = max(filters.after or 0, anchor.pos - 1) if anchor else filters.after
+        anchor = context.find_anchor(lookup.find_tape(args.tape_id), args.anchor)  # AnchorNotFound: 404
+        filters.after = max(filters.after or 0, anchor.pos - 1)
     return entries.list_entries(request, args.tape_id, filters)
 
 
@@ -340,6 +341,18 @@ ANSWERS: dict[str, dict[str, type[BaseModel]]] = {
     "search": {"tapes": HitPageOut, "memory": MemoryHitPageOut},
     "read_memory": {"store": StoreDetailOut, "version": VersionTextOut},
 }
+
+
+LISTED = 50  # the tapes (the newest) and the stores that resources/list names
+
+
+def resources(request: HttpRequest) -> list[tuple[str, str]]:
+    """The name and URI of the newest tapes' and the first stores' resources."""
+    found = tapes.list_tapes(request, TapeFilters(limit=LISTED))["items"]
+    stores = memory_api.list_stores(request, StoreFilters(limit=LISTED))["items"]
+    return [(t["label"], f"tapeview://tape/{t['id']}") for t in found] + [
+        (s["title"], f"tapeview://memory/{s['id']}") for s in stores
+    ]
 
 
 def answer_schema(tool: Tool, args: BaseModel) -> type[BaseModel]:

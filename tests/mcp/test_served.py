@@ -249,6 +249,17 @@ def test_resources_read_a_tape_and_a_store(served: Served) -> None:
     assert json.loads(store_text)["version"] == served.rest(f"/memory/{store['id']}")["version"]
 
 
+def test_resources_list_the_newest_tapes_and_the_stores(served: Served) -> None:
+    async def go() -> list[str]:
+        async with connected(served, "read") as client:
+            return [str(r.uri) for r in (await client.list_resources()).resources]
+
+    uris = anyio.run(go)
+    tapes = [f"tapeview://tape/{t['id']}" for t in served.rest("/tapes")["items"]]
+    stores = [f"tapeview://memory/{s['id']}" for s in served.rest("/memory")["items"]]
+    assert uris == tapes + stores
+
+
 def test_an_unknown_resource_is_a_protocol_error(served: Served) -> None:
     async def go() -> None:
         async with connected(served, "read") as client:
