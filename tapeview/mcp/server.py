@@ -187,8 +187,12 @@ def _caller(request: HttpRequest) -> Caller:
     return request.auth  # type: ignore[attr-defined]
 
 
-def _audit(request: HttpRequest, name: str, subject: str, arguments: dict, status: int, body: Any) -> None:
-    """One audit row per call, reads too: what an agent asked of the tapes and memory, and the status."""
+def _audit(request: HttpRequest, name: str, about: str, arguments: dict, status: int, body: Any) -> None:
+    """One audit row per call, reads too: what an agent asked of the tapes and memory, and the status.
+
+    The row names what the call was about (`about`: tape:<id>, store:<id>) in its target, not as its
+    subject: a store's or tape's page lists the writes of its subject, and reads would crowd them out.
+    """
     detail = {"arguments": _kept(arguments), "status": status}
     why = ""
     if status >= 400:
@@ -198,8 +202,8 @@ def _audit(request: HttpRequest, name: str, subject: str, arguments: dict, statu
     audit.record(
         _caller(request).actor,
         f"mcp {name}"[:40],
-        subject=subject,
-        target=f"MCP {name}",
+        subject="",
+        target=f"MCP {name} {about}".rstrip(),
         detail=detail,
         outcome=REFUSED if status >= 400 else ANSWERED,
         why=why,

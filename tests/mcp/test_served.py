@@ -62,7 +62,7 @@ class Served:
             "shell",
             "-c",
             "import json; from tapeview.accounts.models import AuditEvent as A; "
-            "print(json.dumps(list(A.objects.order_by('id').values('actor', 'action', 'subject', 'outcome', 'why'))))",
+            "print(json.dumps(list(A.objects.order_by('id').values('actor', 'action', 'subject', 'target', 'outcome', 'why'))))",
         )
         return json.loads(out.strip().splitlines()[-1])
 
@@ -360,6 +360,14 @@ def test_a_stale_edit_is_a_tool_error_with_the_diff_and_changes_nothing(served: 
     edited = ok(served, "edit_memory", fresh, "write")
     assert edited["version"] != store["version"]
     assert memory.read_text().endswith("- added by MCP\n")
+    # The write's own row, as the REST API's, is the store's; the call's row names the store in its target.
+    rows = served.audit()
+    writes = [r for r in rows if r["subject"] == f"store:{store['id']}"]
+    assert [r["actor"] for r in writes] == ["token:write"]
+    assert writes[0]["outcome"] == "written" and not writes[0]["action"].startswith("mcp ")
+    calls = [r for r in rows if r["action"] == "mcp edit_memory"]
+    assert [r["outcome"] for r in calls] == ["refused", "answered"]
+    assert calls[-1]["target"] == f"MCP edit_memory store:{store['id']}"
 
 
 def test_every_call_has_its_audit_row(served: Served) -> None:
@@ -370,7 +378,8 @@ def test_every_call_has_its_audit_row(served: Served) -> None:
     assert rows[0] == {
         "actor": "token:read",
         "action": "mcp budget",
-        "subject": f"tape:{tape['id']}",
+        "subject": "",
+        "target": f"MCP budget tape:{tape['id']}",
         "outcome": "answered",
         "why": "",
     }
