@@ -423,8 +423,8 @@ def test_stdio_refuses_to_start_without_a_live_token(served: Served) -> None:
     assert "not a live API token" in done.stderr
 
 
-def test_failed_tokens_lock_the_address_out_as_the_api_does(served: Served) -> None:
-    # Last in the module: the lockout holds for the address until the cool-off ends.
+def test_bad_tokens_are_locked_out_as_the_api_does_and_a_live_one_is_not(served: Served) -> None:
+    # Last in the module: the lockout holds for the address's bad tokens until the cool-off ends.
     def post(token: str) -> requests.Response:
         return requests.post(
             f"{served.url}/mcp",
@@ -436,7 +436,8 @@ def test_failed_tokens_lock_the_address_out_as_the_api_does(served: Served) -> N
     # Ten failures lock it (TAPEVIEW_SIGNIN_FAILURES); the revoked token's tests above counted too.
     answers = [post(f"tv_wrong{n}").status_code for n in range(10)]
     assert set(answers) <= {401, 429} and answers[0] == 401
-    locked = post(served.tokens["read"])
+    locked = post("tv_wrong_again")
     assert locked.status_code == 429
     assert int(locked.headers["Retry-After"]) > 0
     assert "too many failed sign-ins" in locked.json()["detail"]
+    assert ok(served, "list_sessions", {"limit": 1})["items"]
