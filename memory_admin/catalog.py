@@ -9,11 +9,12 @@ from pathlib import Path
 from types import ModuleType
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 
 from tapeview.sources import SourceSpec, paths
 from tapeview.tapes import filecopy
 from tapeview.tapes import rows as index_rows
-from tapeview.tapes.discovery import configured_sources, this_host
+from tapeview.tapes.discovery import configured_sources, follow_relabels, this_host
 from tapeview.tapes.models import Tape
 
 from .kinds import kind_of
@@ -39,14 +40,20 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
     """Bring the memory stores of these sources (default: the configured ones) up to date with their
     files and the tape index.
 
-    Only the stores of this host's sources named here are dropped when gone: another host's, or a
-    source this run does not cover (`tapeview index A` beside B), keep their rows and the history
-    of versions that goes with them. Without sources it is a page's look at the files, which a
-    web tier that leaves the index to another process skips (TAPEVIEW_WEB_INDEXES).
+    Only the stores of this host's sources named here are dropped when gone: another host's keep
+    their rows, and this host's of a source no longer configured (nor named here) are kept with
+    their versions, marked so (`configured`), their files no longer read. A source given another
+    label keeps its stores (discovery.follow_relabels). Without sources it is a page's look at the
+    files, which a web tier that leaves the index to another process skips (TAPEVIEW_WEB_INDEXES).
     """
     if specs is None and not settings.TAPEVIEW_WEB_INDEXES:
         return
     specs = configured_sources() if specs is None else specs
+    follow_relabels(specs)
+    labels = [spec.label for spec in specs]
+    here = MemoryStore.objects.filter(host=this_host())
+    here.exclude(source__in=labels).filter(configured=True).update(configured=False)
+    here.filter(source__in=labels, configured=False).update(configured=True)
     seen: set[str] = set()
     for spec in specs:
         if spec.kind == "bub":
@@ -60,11 +67,19 @@ def sync_stores(specs: list[SourceSpec] | None = None) -> None:
             # The path policy of the sources: a memory file that leads out of them is not read.
             if any(paths.refusal(root, ref.path) is None for root in roots):
                 seen.add(_upsert(spec.label, ref, tape).key)
-    covered = MemoryStore.objects.filter(host=this_host(), source__in=[spec.label for spec in specs])
-    gone = covered.exclude(key__in=seen)
+    gone = here.filter(source__in=labels).exclude(key__in=seen)
     if filecopy.enabled():
         filecopy.forget([str(path) for store in gone for path in _files(store)])
     gone.delete()
+
+
+def source_relabelled(sender: object, host: str, old: str, new: str, **kwargs: object) -> None:
+    """A source given another label keeps its stores, their keys and versions: the audit log and
+    links name a store by its key. Where the new label has a store of the same place already, that
+    one stays and the old label's is kept as a source no longer configured."""
+    taken = set(MemoryStore.objects.filter(host=host, source=new).values_list("kind", "rel"))
+    moved = [s.pk for s in MemoryStore.objects.filter(host=host, source=old) if (s.kind, s.rel) not in taken]
+    MemoryStore.objects.filter(pk__in=moved).update(source=new, configured=True)
 
 
 def refusal(store: MemoryStore) -> str | None:
@@ -115,7 +130,7 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
     store.editable, store.note, store.tape = ref.editable, ref.note, tape
     seen = (store.size, store.changed_at)
     store.size, store.changed_at = _stat(ref.path)
-    store.save()
+    _save(store)
     keep_copies(store)
     if store.changed_at and (store.size, store.changed_at) != seen:
         # A new version on disk: keep it now, not only when someone opens the page.
@@ -123,6 +138,20 @@ def _upsert(source: str, ref: StoreRef, tape: Tape | None) -> MemoryStore:
         with suppress(StoreError, OSError):
             snapshot(store)
     return store
+
+
+def _save(store: MemoryStore) -> None:
+    while True:
+        try:
+            with transaction.atomic():
+                store.save()
+            return
+        except IntegrityError:
+            if store.pk is not None or not MemoryStore.objects.filter(key=store.key).exists():
+                raise
+            # A relabelled source's store keeps the key its old label gave it: a new source with that
+            # label gets another for the same place.
+            store.key = hashlib.blake2b(store.key.encode(), digest_size=8).hexdigest()
 
 
 def keep_copies(store: MemoryStore) -> None:

@@ -22,10 +22,13 @@ class MemoryStore(models.Model):
     owner = models.CharField(max_length=500)
     editable = models.BooleanField(default=True)
     note = models.CharField(max_length=300, blank=True)
-    tape = models.ForeignKey("tapeview.Tape", null=True, blank=True, on_delete=models.CASCADE)
+    # SET_NULL: a zone's kept versions outlive its tape's row (a source no longer configured keeps them).
+    tape = models.ForeignKey("tapeview.Tape", null=True, blank=True, on_delete=models.SET_NULL)
     size = models.BigIntegerField(default=0)
     changed_at = models.DateTimeField(null=True)  # the file's mtime
     version = models.CharField(max_length=64, blank=True)  # of the content last seen
+    # False: its source is no longer configured on its host; kept with its versions, its file never read.
+    configured = models.BooleanField(default=True)
 
     class Meta:
         constraints = [

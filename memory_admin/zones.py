@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Set
 
-from tapeview.sources import Entry
+from tapeview.sources import Entry, TapeNotFound
 from tapeview.sources.bub import tool_calls
 from tapeview.tapes import index
 from tapeview.tapes import rows as index_rows
@@ -24,8 +24,10 @@ EMPTY: dict = {"holder": None, "zones": [], "current": None, "changes": []}
 LOOKAHEAD = 500  # entries after the last zone within which the turn that wrote it is appended
 
 
-def zones_of(tape: Tape) -> dict:
+def zones_of(tape: Tape | None) -> dict:
     """The zone versions of a tape, or of its memory sidecar when the zone is kept there."""
+    if tape is None:  # the store's tape left the index (its file is gone): the next look drops the store
+        raise TapeNotFound("this memory zone's tape is no longer indexed")
     # The sidecar wins once it holds a zone: a zone is only ever moved there, never back.
     for holder in [*_sidecars(tape), tape]:
         if found := _found(holder):

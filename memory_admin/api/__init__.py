@@ -55,6 +55,7 @@ def _store_out(store: MemoryStore, snap: Snapshot | None = None) -> dict:
         **_own_figures(store, snap),
         "file_size_bytes": store.size,
         "tape_id": store.tape.key if store.tape else None,
+        "source_configured": store.configured,
         "long_term": adapter.takes_long_term(store),
         "prune": adapter.prune,
         **{f: getattr(store, f) for f in fields},

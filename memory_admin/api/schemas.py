@@ -63,6 +63,10 @@ class StoreOut(Schema):
     )
     version: str = Field(description="the version last seen; GET the store for the current one")
     tape_id: str | None = Field(description="the tape a Bub memory zone belongs to")
+    source_configured: bool = Field(
+        description="false: the source is no longer configured; the store is kept with its versions "
+        '(GET .../versions), its file is not read (GET the store: 400, "source no longer configured")'
+    )
     long_term: bool = Field(description="whether PUT .../long-term applies to this store")
     prune: bool = Field(description="whether POST .../prune applies to this store")
 

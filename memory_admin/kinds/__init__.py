@@ -9,6 +9,7 @@ from ..stores.model import StoreError
 from .araliya import AraliyaKv
 from .base import StoreKind, VersionChoice, VersionList
 from .bub import BubZone
+from .kept import NOT_CONFIGURED, Kept
 from .nanobot import NanobotHistory, NanobotText
 from .yachiyo import YachiyoMemory
 
@@ -19,10 +20,14 @@ KINDS: dict[str, StoreKind] = {
     for name in adapter.names
 }
 K = TypeVar("K", bound=StoreKind)
+KEPT = Kept()
 
 
 def kind_of(store: MemoryStore) -> StoreKind:
-    """The adapter of a store's kind; StoreError for a kind this version of Tapeview does not know."""
+    """The adapter of a store's kind (of a source no longer configured: KEPT's, whatever its kind);
+    StoreError for a kind this version of Tapeview does not know."""
+    if not store.configured:
+        return KEPT
     try:
         return KINDS[store.kind]
     except KeyError:
@@ -32,6 +37,8 @@ def kind_of(store: MemoryStore) -> StoreKind:
 def require(store: MemoryStore, kind: type[K]) -> K:
     """The store's adapter if it is of `kind`: an edit meant for another kind is refused, never tried."""
     adapter = kind_of(store)
+    if adapter is KEPT:
+        raise StoreError(KEPT.why(store))
     if not isinstance(adapter, kind):
         raise StoreError(f"{store.title} is a {store.kind} store: this edit does not apply to it")
     return adapter
@@ -41,6 +48,9 @@ __all__ = [
     "KINDS",
     "AraliyaKv",
     "BubZone",
+    "KEPT",
+    "NOT_CONFIGURED",
+    "Kept",
     "NanobotHistory",
     "NanobotText",
     "StoreKind",

@@ -54,7 +54,7 @@ class Review(models.Model):
     """One operator's judgement of an entry (or the turn or phase starting at it), as it was made."""
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)  # the id outside
-    tape_key = models.CharField(max_length=32)  # discovery.tape_key(source, rel)
+    tape_key = models.CharField(max_length=32)  # the tape's key (discovery.key_at(source, rel))
     source = models.CharField(max_length=100)
     rel = models.CharField(max_length=1000)
     pos = models.IntegerField()

@@ -106,6 +106,8 @@ def import_lines(data: bytes, actor: Actor) -> Imported:
     file) or ReviewConflict (a review corrected twice) leaves the database as it was.
     """
     lines = parse(data)
+    if not lines:
+        raise ImportRefused("no reviews to import: the body is empty (send the JSON lines of an export)")
     present = set(Review.objects.filter(uid__in=[line.id for line in lines]).values_list("uid", flat=True))
     created = skipped = 0
     with transaction.atomic():
@@ -115,7 +117,7 @@ def import_lines(data: bytes, actor: Actor) -> Imported:
                 continue
             review = Review(
                 uid=line.id,
-                tape_key=discovery.tape_key(line.source, line.rel),
+                tape_key=discovery.key_at(line.source, line.rel),
                 source=line.source,
                 rel=line.rel,
                 pos=line.pos,

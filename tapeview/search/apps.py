@@ -16,13 +16,20 @@ class SearchConfig(AppConfig):
         from memory_admin.models import MemoryStore
         from memory_admin.signals import store_changed
         from tapeview.tapes.models import Tape
-        from tapeview.tapes.signals import entries_indexed, indexer_idle, search_lag, tape_reset
+        from tapeview.tapes.signals import (
+            entries_indexed,
+            indexer_idle,
+            search_lag,
+            source_relabelled,
+            tape_reset,
+        )
 
         from . import catchup, feed
 
         # The index and the memory app tell what changed; search keeps its docs in step.
         entries_indexed.connect(feed.entries_indexed, dispatch_uid="search.entries_indexed")
         tape_reset.connect(feed.tape_reset, dispatch_uid="search.tape_reset")
+        source_relabelled.connect(feed.source_relabelled, dispatch_uid="search.source_relabelled")
         # Behind the offset index, the search pass: run when the indexer is idle, its lag told when asked.
         indexer_idle.connect(feed.indexer_idle, dispatch_uid="search.indexer_idle")
         search_lag.connect(catchup.lag_asked, dispatch_uid="search.search_lag")

@@ -43,6 +43,19 @@ def tape_reset(sender: object, tape_id: int, **kwargs: object) -> None:
     forget_tape(tape_id)
 
 
+def source_relabelled(
+    sender: object, host: str, old: str, new: str, tape_ids: list[int], **kwargs: object
+) -> None:
+    """A doc carries its source's label (a column and a tag): those of a relabelled source are made
+    again under the new one, its tapes' by the search pass, its stores' at the next memory refresh."""
+    for tape_id in tape_ids:
+        forget_tape(tape_id)
+    stores = list(MemoryStore.objects.filter(host=host, source__in=[old, new]).values_list("pk", flat=True))
+    IndexedStore.objects.filter(store_id__in=stores).delete()
+    for store_id in stores:
+        forget_store(store_id)
+
+
 def indexer_idle(sender: object, budget: float | None = None, **kwargs: object) -> int:
     """The indexer read what it was told of: the search pass goes on for at most `budget` seconds, and
     then the index's upkeep: PostgreSQL's fresh docs moved into its GIN index in what is left of it,

@@ -11,13 +11,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from tapeview.sources import SourceSpec, TapeFile, parse_sources, paths, reader, undetected
 from tapeview.sources.paths import Refusal
 
+from . import signals
 from .index import Progress, refresh
-from .models import Indexer, SourceSize, Tape, this_host
+from .models import Indexer, SourceFolder, SourceSize, Tape, this_host
 
 # A watcher (tapeview index --watch) beats every few seconds, also mid-pass; one this quiet is gone.
 BEAT_STALE = timedelta(seconds=30)
@@ -45,6 +49,14 @@ def tape_key(source: str, rel: str, host: str | None = None) -> str:
     return hashlib.blake2b(f"{host}\0{source}\0{rel}".encode(), digest_size=8).hexdigest()
 
 
+def key_at(source: str, rel: str) -> str:
+    """The key of this host's tape at this place: the stored one where the index has it (a relabelled
+    source's tapes keep theirs), else the one its row will get."""
+    stored = Tape.objects.filter(host=this_host(), source=source, rel=rel).values_list("key", flat=True)
+    stored = stored.first()
+    return stored or tape_key(source, rel)
+
+
 @dataclass
 class SyncReport:
     tapes: int = 0
@@ -61,6 +73,7 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
     """
     report = SyncReport()
     specs = list(configured_sources() if specs is None else specs)
+    follow_relabels(specs)
     for spec in specs:
         if not spec.path.exists():
             report.problems.append(f"{spec.label}: {spec.path} does not exist")
@@ -75,6 +88,63 @@ def sync(specs: Iterable[SourceSpec] | None = None, progress: Progress | None = 
                 report.indexed += 1
     Tape.objects.filter(host=this_host()).exclude(source__in=[s.label for s in specs]).delete()
     return report
+
+
+def follow_relabels(specs: Iterable[SourceSpec]) -> None:
+    """One folder is one source whatever its label: a source given another label (same kind, same
+    folder) takes over the rows of the label it had, if no spec names that one any more.
+
+    Its tapes keep their keys, which reviews and the audit log name them by; the memory app's stores
+    and search's docs follow (signals.source_relabelled). One query when no label changed.
+    """
+    host = this_host()
+    specs = [s for s in specs if s.known]
+    labels = {s.label for s in specs}
+    rows = {r.source: r for r in SourceFolder.objects.filter(host=host)}
+    for spec in specs:
+        place = (spec.kind, str(spec.path))
+        row = rows.get(spec.label)
+        if row is not None and (row.kind, row.folder) == place:
+            continue
+        if row is None:
+            before = [r.source for r in rows.values() if (r.kind, r.folder) == place]
+            before = [label for label in before if label not in labels]
+            old = before[0] if before else _labelled_before(spec, labels | rows.keys())
+            if old is not None:
+                relabel(old, spec.label)
+                rows.pop(old, None)
+        rows[spec.label], _ = SourceFolder.objects.update_or_create(
+            host=host, source=spec.label, defaults={"kind": place[0], "folder": place[1]}
+        )
+
+
+def _labelled_before(spec: SourceSpec, excluded: set[str]) -> str | None:
+    """The label this folder's tapes were indexed under before folders were recorded (a database of an
+    earlier version): a label no spec names, whose tapes are this folder's files, and only them."""
+    host, prefix = this_host(), str(spec.path).rstrip(os.sep) + os.sep
+    if Tape.objects.filter(host=host, source=spec.label).exists():
+        return None
+    inside = Tape.objects.filter(host=host, kind=spec.kind).exclude(source__in=excluded)
+    inside = inside.annotate(place=Concat(Value(prefix), F("rel"))).filter(path=F("place"))
+    found = list(inside.values_list("source", flat=True).distinct()[:2])
+    if len(found) != 1:
+        return None
+    elsewhere = Tape.objects.filter(host=host, source=found[0]).exclude(path__startswith=prefix)
+    return None if elsewhere.exists() else found[0]
+
+
+def relabel(old: str, new: str) -> None:
+    """This host's source `old` is called `new` from now on: its rows move over, but where `new` has
+    a row of the same file already (those stay `old`'s, and go as a source no longer configured)."""
+    host = this_host()
+    with transaction.atomic():
+        taken = Tape.objects.filter(host=host, source=new).values("rel")
+        moved = Tape.objects.filter(host=host, source=old).exclude(rel__in=taken)
+        tape_ids = list(moved.values_list("pk", flat=True))
+        Tape.objects.filter(pk__in=tape_ids).update(source=new)
+        SourceSize.objects.filter(host=host, source=old).delete()  # discovery records the new label's
+        SourceFolder.objects.filter(host=host, source=old).delete()
+        signals.source_relabelled.send(sender=SourceFolder, host=host, old=old, new=new, tape_ids=tape_ids)
 
 
 def discover(spec: SourceSpec) -> tuple[list[Tape], int, list[Refusal], dict[str, int]]:
@@ -190,13 +260,7 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
         }
         tape = existing.get(f.key)
         if tape is None:
-            # Another request may be adding the same file right now: whichever row wins is the tape.
-            tape, _ = Tape.objects.get_or_create(
-                host=host,
-                source=spec.label,
-                rel=f.key,
-                defaults={"key": tape_key(spec.label, f.key, host), "label": f.label or f.name, **seen},
-            )
+            tape = _add(spec.label, f, {"label": f.label or f.name, **seen})
         changed = {name: value for name, value in seen.items() if getattr(tape, name) != value}
         if f.label and tape.label != f.label:
             changed["label"] = f.label
@@ -209,6 +273,23 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
         if tape.owner_id != (owner.pk if owner else None):
             _update(tape, owner=owner)
     return [tapes[f.key] for f in files]
+
+
+def _add(source: str, f: TapeFile, fields: dict[str, object]) -> Tape:
+    host = this_host()
+    key = tape_key(source, f.key, host)
+    while True:
+        try:
+            # Another request may be adding the same file right now: whichever row wins is the tape.
+            return Tape.objects.get_or_create(
+                host=host, source=source, rel=f.key, defaults={"key": key, **fields}
+            )[0]
+        except IntegrityError:
+            if not Tape.objects.filter(key=key).exists():
+                raise
+            # A relabelled source's tape keeps the key its old label gave it: a new source with that
+            # label gets another for the same file name.
+            key = hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
 def _modified(f: TapeFile) -> tuple[int, str]:

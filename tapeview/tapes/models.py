@@ -239,6 +239,19 @@ class SourceSize(models.Model):
         constraints = [models.UniqueConstraint(fields=["host", "source"], name="sourcesize_host_source")]
 
 
+class SourceFolder(models.Model):
+    """The folder a source of a host reads, under the label it has now: a source given another label
+    is told by its folder (discovery.follow_relabels), so its rows follow it rather than doubling."""
+
+    host = models.CharField(max_length=255, default="")
+    source = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20)
+    folder = models.CharField(max_length=4096)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "source"], name="sourcefolder_host_source")]
+
+
 def db_text(value: object) -> object:
     """A value as a database keeps it: U+0000, which a file's JSON may hold ("\\u0000") and
     PostgreSQL's text cannot, made U+FFFD (on SQLite too, so both keep the same)."""

@@ -15,6 +15,10 @@ entries_indexed = Signal()
 # Arguments: tape_id (int).
 tape_reset = Signal()
 
+# A source of this host was given another label (same kind, same folder): its tape rows now carry
+# the new label, keeping their keys. Arguments: host, old, new (labels), tape_ids (the rows moved).
+source_relabelled = Signal()
+
 # An index run over these sources has finished (`tapeview index`, `tapeview serve` at start).
 # Arguments: specs (list of tapeview.sources.SourceSpec).
 sources_indexed = Signal()

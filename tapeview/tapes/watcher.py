@@ -193,6 +193,7 @@ class Watcher:
     def full_pass(self) -> None:
         """Every source discovered first (so new tapes are listed at once), then indexed."""
         self.last_full = time.monotonic()
+        discovery.follow_relabels(self.specs)
         tapes: list[Tape] = []
         for spec in self.specs:
             found, _, _, self.sizes[spec.label] = discovery.discover(spec)
