@@ -19,7 +19,7 @@ from tapeview.sources import TapeBusy
 
 from . import diff
 from .catalog import keep_copies, refresh_stat, sync_stores
-from .kinds import AraliyaKv, BubZone, YachiyoMemory, kind_of, require
+from .kinds import KEPT, AraliyaKv, BubZone, YachiyoMemory, kind_of, require
 from .models import MemoryStore
 from .stores import bub_zone
 from .stores.bub_zone import memory_sidecar
@@ -42,6 +42,7 @@ def save_text(store: MemoryStore, text: str, base_version: str, actor: Actor) ->
 
 def replace_long_term(store: MemoryStore, text: str, base_version: str, actor: Actor) -> Snapshot:
     """A text file's whole content, or a Bub zone's long-term text (a new zone version)."""
+    refuse_kept(store)
     adapter = kind_of(store)
     if not adapter.takes_long_term(store):
         raise StoreError(f"{store.kind} stores have no long-term text to replace")
@@ -56,6 +57,7 @@ def replace_long_term(store: MemoryStore, text: str, base_version: str, actor: A
 
 def restore(store: MemoryStore, version: str, base_version: str, actor: Actor) -> Snapshot:
     """Write an earlier version back as a new version."""
+    refuse_kept(store)
     adapter = kind_of(store)
     if not adapter.restores(store):
         raise StoreError(f"{store.title} cannot be restored to an earlier version here")
@@ -117,6 +119,12 @@ def kv_write(store: MemoryStore, actor: Actor, action: str, base_version: str, *
         lambda: kv.apply(store, action, base_version, **params),
         key=params["key"],
     )
+
+
+def refuse_kept(store: MemoryStore) -> None:
+    """A store of a source no longer configured is only its kept versions: nothing is written to it."""
+    if kind_of(store) is KEPT:
+        raise StoreError(KEPT.why(store))
 
 
 def _written(

@@ -148,7 +148,8 @@ def list_blame(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict
 def list_versions(request: HttpRequest, store_id: str, page: Query[PageIn]) -> dict:
     """Every version the store can be compared at, newest first."""
     store = find_store(store_id)
-    versions.snapshot(store)  # the current version joins the list if it is new
+    if store.configured:  # (a store of a source no longer configured has only the versions kept)
+        versions.snapshot(store)  # the current version joins the list if it is new
     items, next_cursor = offset_page(versions.versions(store), page.cursor, page.limit)
     return {"items": items, "next_cursor": next_cursor}
 
