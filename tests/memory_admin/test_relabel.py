@@ -89,16 +89,17 @@ def test_a_relabelled_source_keeps_its_stores_versions_and_reviews_once(settings
 
 
 def test_the_tapes_of_a_relabelled_source_are_searched_under_its_new_label(settings, folders, kept, reader):
-    def sources(q: str) -> set[str]:
-        return {h["source"] for h in reader.get("/api/search", q=q, limit=100).json()["items"]}
+    def sources(q: str) -> set[tuple[str, str]]:
+        return {(h["source"], h["tape_id"]) for h in reader.get("/api/search", q=q, limit=100).json()["items"]}
 
-    assert sources("README") == {"a"}
+    before = sources("README")
+    assert {source for source, _ in before} == {"a"}
     configure(settings, folders, bub="b", nanobot="nb")
     reader.get("/api/tapes")  # the page look that follows the relabel
     from tapeview.search import feed
 
     feed.indexer_idle(None)  # as the watcher does when idle: the search pass catches up
-    assert sources("README") == {"b"}
+    assert sources("README") == {("b", tape) for _, tape in before}  # the same tapes, under their new label
     assert reader.get("/api/search", q="README", source="b").json()["items"]
 
 
