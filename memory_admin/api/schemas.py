@@ -6,10 +6,10 @@ from datetime import datetime
 from typing import Literal
 
 from ninja import Field, Schema
-from pydantic import StrictBool, StrictInt, field_validator
+from pydantic import StrictBool, field_validator
 from pydantic_core import PydanticCustomError
 
-from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn
+from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn, WholeInt
 
 from ..diff import COMPARED_CHARS, COMPARED_LINES, too_large, unified
 from ..stores.model import MAX_TEXT, StaleEdit, text_problem
@@ -168,7 +168,7 @@ class LongTermIn(BodyIn):
 
 class PruneIn(BodyIn):
     # Strict: `true` or "5" is a mistake in the client, not a number of days to prune by.
-    older_than_days: StrictInt = Field(ge=0, le=36500)
+    older_than_days: WholeInt = Field(ge=0, le=36500)
     # Strict too: "no" would read as false, and prune for real.
     dry_run: StrictBool = True
     base_version: str | None = Field(

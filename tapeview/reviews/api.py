@@ -10,20 +10,19 @@ from typing import Literal
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
-from pydantic import StrictInt
 
 from tapeview.accounts.auth import writer
 from tapeview.tapes import lookup
 from tapeview.tapes.api.cursor import decode, encode
-from tapeview.tapes.api.schemas import TEXT, BodyIn, ErrorOut, PageIn, responses
+from tapeview.tapes.api.schemas import TEXT, BodyIn, ErrorOut, PageIn, WholeInt, responses
 
 from . import ledger, transfer
 from .models import Review
 
 
 class ReviewIn(BodyIn):
-    pos: StrictInt = Field(description="the entry's position (its line number); a turn or phase starts there")
-    score: StrictInt | None = Field(None, description="1 to 5 (400 otherwise)")
+    pos: WholeInt = Field(description="the entry's position (its line number); a turn or phase starts there")
+    score: WholeInt | None = Field(None, description="1 to 5 (400 otherwise)")
     verdict: Literal["pass", "fail"] | None = None
     labels: list[str] = Field(
         [], max_length=100, description="short words: letters, digits, . _ : / + - (lowercased)"
@@ -33,7 +32,7 @@ class ReviewIn(BodyIn):
         None, max_length=100, description="the id of the current review of the same target this corrects"
     )
     span: Literal["entry", "turn", "phase"] = "entry"
-    end: StrictInt | None = Field(None, description="of a turn: its last entry's pos")
+    end: WholeInt | None = Field(None, description="of a turn: its last entry's pos")
 
 
 class ReviewOut(Schema):

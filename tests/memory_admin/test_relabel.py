@@ -90,7 +90,9 @@ def test_a_relabelled_source_keeps_its_stores_versions_and_reviews_once(settings
 
 def test_the_tapes_of_a_relabelled_source_are_searched_under_its_new_label(settings, folders, kept, reader):
     def sources(q: str) -> set[tuple[str, str]]:
-        return {(h["source"], h["tape_id"]) for h in reader.get("/api/search", q=q, limit=100).json()["items"]}
+        return {
+            (h["source"], h["tape_id"]) for h in reader.get("/api/search", q=q, limit=100).json()["items"]
+        }
 
     before = sources("README")
     assert {source for source, _ in before} == {"a"}

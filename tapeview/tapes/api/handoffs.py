@@ -10,7 +10,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Field, Router, Schema, Status
-from pydantic import StrictInt, field_validator
+from pydantic import field_validator
 
 from tapeview.accounts.audit import Actor
 from tapeview.accounts.auth import writer
@@ -23,7 +23,7 @@ from .. import handoff, lookup, timeline
 from .. import rows as index_rows
 from ..models import Tape
 from .entries import EntryOut, entry_out
-from .schemas import TEXT, BodyIn, BusyOut, responses
+from .schemas import TEXT, BodyIn, BusyOut, WholeInt, responses
 
 log = logging.getLogger(__name__)
 router = Router(tags=["tapes"])
@@ -42,7 +42,7 @@ class HandoffIn(BodyIn):
     name: str = Field(min_length=1, max_length=handoff.MAX_NAME, pattern=r"^[^\n\x00]*$")
     summary: str = Field("", max_length=100_000, pattern=TEXT)
     state: dict[str, Any] | None = None
-    after: StrictInt | None = Field(
+    after: WholeInt | None = Field(
         None,
         ge=0,
         description="the id of the last entry you saw: 409, nothing written, if the tape ends elsewhere now",

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, model_validator
+from pydantic import BeforeValidator, ConfigDict, StrictInt, model_validator
 from pydantic_core import PydanticCustomError
 
 # The widest integer a filter takes: SQLite and PostgreSQL both store 64-bit integers.
 BIG = 2**62
 # No NUL in strings that reach a query: PostgreSQL refuses them.
 TEXT = r"^[^\x00]*$"
+
+
+def _whole(value: Any) -> Any:
+    # JSON Schema's integer: 3096.0 is one (some clients' JSON writes every number so); true, 1.5 and
+    # "5" are not (a client's mistake, never read as a number).
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+# An integer of a JSON body, as JSON Schema has it: a whole number, not a bool or a string.
+WholeInt = Annotated[StrictInt, BeforeValidator(_whole)]
 
 
 class PageIn(Schema):
