@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from tapeview.sources import bub_next
 from tapeview.sources.bub import parse_line
 from tapeview.sources.bub_append import ORIGIN, append, encode
 
@@ -36,6 +37,10 @@ from .bub_zone import (
 from .files import announce
 from .model import StaleEdit, StoreError
 
+NO_ZONE_IN_NEXT = (
+    "this tape is in Bub's next format, which keeps no memory zone (formats/bub-next.md): a zone's lines "
+    "would be unreadable to Bub there, and it would refuse the whole tape; nothing was written"
+)
 # What an edit makes of the current zone (and all zones): (long-term text, date -> note), or None.
 Change = Callable[[Zone | None, list[Zone]], tuple[str, dict[str, str]] | None]
 # Whether an edit made on the base zone (None: no zone yet) may be made on the current one instead.
@@ -154,6 +159,13 @@ def _mutate(
     rebase: Rebase | None = None,
 ) -> Zone | None:
     path = Path(path)
+    tape = (
+        path.with_name(path.name.removesuffix(SIDECAR_SUFFIX) + ".jsonl")
+        if path.name.endswith(SIDECAR_SUFFIX)
+        else path
+    )
+    if bub_next.file_format(tape) == bub_next.FORMAT:
+        raise StoreError(NO_ZONE_IN_NEXT)
     # Read, check and append under the file's lock: of two Tapeview edits with the same expected
     # version, the second reads the first's zone and is stale (or, an append, rebased on it). The
     # agent takes no lock; the size check in append() catches its writes.

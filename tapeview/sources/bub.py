@@ -14,15 +14,16 @@ from urllib.parse import unquote
 
 import orjson
 
+from . import bub_next
 from .bub_lines import (
     DISPLAY_PARSE_LIMIT,
     PREVIEW_BYTES,
     big_line,
     is_tool_error,
-    parse_line,
     preview,
     too_big,
 )
+from .bub_lines import parse_line as parse_line  # the 0.5.1 line reader, for the memory zone's writer
 from .model import (
     DISPLAY_PREVIEW_BYTES,
     SCAN_PARSE_LIMIT,
@@ -95,9 +96,11 @@ BLOCK = 1 << 20  # bytes read at a time by lines() and blocks()
 
 
 def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
-    """Entries of complete lines from byte `start` on; an unfinished last line is left alone."""
+    """Entries of complete lines from byte `start` on; an unfinished last line is left alone. Each
+    file is read in its own format, 0.5.1's or the next release's (sources.bub_next)."""
+    fmt = bub_next.file_format(path)
     for pos, offset, line in lines(path, start, first_pos):
-        yield line if isinstance(line, Entry) else parse_line(line + b"\n", pos, offset)
+        yield line if isinstance(line, Entry) else bub_next.parse(fmt, line + b"\n", pos, offset)
 
 
 def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int, int, bytes | Entry]]:
@@ -167,7 +170,7 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
     spans = sorted(spans, key=lambda s: s[1])
     if not spans:
         return []
-    out = []
+    out, fmt = [], bub_next.file_format(path)
     with open_file(path) as f:
         for pos, offset, length in spans:
             f.seek(offset)
@@ -176,12 +179,14 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
             elif length > DISPLAY_PARSE_LIMIT:
                 out.append(too_big(f.read(DISPLAY_PREVIEW_BYTES), pos, offset, length))
             else:
-                out.append(parse_line(f.read(length), pos, offset))
+                out.append(bub_next.parse(fmt, f.read(length), pos, offset))
     return out
 
 
 def session_label(tape_name: str, entry: Entry) -> str | None:
     """The session id behind a tape name, when an entry names a channel whose hash matches."""
+    if bub_next.is_next(entry):
+        return bub_next.session_label(tape_name, entry)
     wanted = tape_name.rsplit("__", 1)[-1]
     wanted = unquote(wanted).rsplit(":", 1)[-1][:16]
     if len(wanted) != 16:
@@ -198,6 +203,9 @@ def session_label(tape_name: str, entry: Entry) -> str | None:
 
 def context_messages(entries: Iterable[Entry]) -> list[ContextMessage]:
     """Bub's context selector (formats/bub.md §2.3) over the entries after an anchor."""
+    entries = list(entries)
+    if any(bub_next.is_next(e) for e in entries):
+        return bub_next.context_messages(entries)
     messages: list[ContextMessage] = []
     pending: list = []
     for e in entries:
@@ -263,7 +271,10 @@ def tool_calls(entry: Entry) -> list[dict]:
 
 
 def tool_results(entry: Entry) -> list[dict]:
-    """Results in call order: Bub pairs them with the preceding tool_call by position."""
+    """Results in call order: Bub pairs them with the preceding tool_call by position (its next
+    release keeps them in the tool_call entry itself, with their call ids)."""
+    if bub_next.is_next(entry):
+        return bub_next.tool_results(entry)
     results = entry.payload.get("results") if isinstance(entry.payload, dict) else None
     return [
         {"call_id": None, "content": r, "is_error": is_tool_error(r)}

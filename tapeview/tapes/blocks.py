@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tapeview.sources import Entry, nanobot
+from tapeview.sources import Entry, bub_next, nanobot
+from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
 from tapeview.sources.model import AUTOMATION, CHECKPOINT
 
 from . import copy_reader, rows
@@ -15,6 +16,9 @@ from .rows import Rows
 # Events that stay cards of their own when the operational events around them fold away: what a
 # person did (a command, a model switch), not the agent loop's bookkeeping.
 SHOWN_EVENTS = frozenset({"command", "model_switch"})
+# What begins a turn in Bub's next format, where the user's message is written after the tools ran
+# (formats/bub-next.md §5): the loop's start, or a comma command. Its lines after carry `bubturnid`.
+NEXT_TURN_STARTS = ("loop.start", "command")
 
 
 @dataclass
@@ -54,6 +58,10 @@ def turn_before(tape: Tape, pos: int, index: Rows | None = None) -> tuple[int, b
     A row the agent wrote in the user's place (`Entry.aside`: nanobot's summary checkpoints, its
     cron and trigger turns) is no turn; after an automation row, what follows is that run's.
     """
+    if tape.line_format == NEXT_FORMAT:
+        began = (index or rows.of(tape)).before(pos).where(kinds=("event",), names=NEXT_TURN_STARTS)
+        count = began.count()
+        return count, count > 0
     messages = (index or rows.of(tape)).before(pos).where(kinds=("message",), readable=True)
     users = messages.where(names=("user",))
     asides = _asides(tape, users) if tape.kind == "nanobot" else {}  # the one family that writes them
@@ -85,6 +93,8 @@ def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:
     drawn on its own, no turn: after a checkpoint the turn goes on; after an automation row (a
     cron or trigger run) what follows is that run's, drawn outside the user's turns.
     """
+    if any(bub_next.is_next(item.entry) for item in items):
+        return _arrange_by_turn(items, turns, unanswered)
     out: list[Block] = []
     turn: Block | None = None
     answered = False  # the open box has its answer: only its trailing operational events join it
@@ -111,6 +121,40 @@ def arrange(items: list[Item], turns: int, unanswered: bool) -> list[Block]:
             _add(turn.parts, item)
         if turn is not None and e.readable and e.kind == "message" and e.name == "assistant":
             answered, unanswered = True, False
+    if turn is not None:
+        out.append(turn)
+    return out
+
+
+def _arrange_by_turn(items: list[Item], turns: int, open_before: bool) -> list[Block]:
+    """`arrange` for Bub's next format: a turn runs from its loop's start (or comma command) to the
+    next, its lines told apart by `bubturnid`; an anchor is a phase divider, as in `arrange`."""
+    out: list[Block] = []
+    turn: Block | None = None
+    turn_id: str | None = None
+    for item in items:
+        e = item.entry
+        here = e.meta.get("bubturnid") if e.readable else None
+        starts = e.readable and e.kind == "event" and e.name in NEXT_TURN_STARTS
+        starts = starts or (isinstance(here, str) and turn_id is not None and here != turn_id)
+        if turn is not None and (starts or e.anchor_only):
+            out.append(turn)
+            turn = None
+        if e.anchor_only:
+            out.append(Block("item", item))
+            continue
+        if starts:
+            turns += 1
+            open_before, turn_id = True, None
+            turn = Block("turn", number=turns)
+        elif turn is None and open_before:
+            turn = Block("turn", number=turns, continued=True)
+        if isinstance(here, str):
+            turn_id = here
+        if turn is None:
+            out.append(Block("item", item))
+        else:
+            _add(turn.parts, item)
     if turn is not None:
         out.append(turn)
     return out

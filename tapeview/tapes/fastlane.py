@@ -19,6 +19,7 @@ from typing import Protocol
 import orjson
 
 from tapeview.sources.bub_lines import FIRST_ID, LAST_ID, NON_PHASE_PREFIXES
+from tapeview.sources.bub_next import NOT_PARSED  # handed to the full path for a line that is not JSON
 from tapeview.sources.python_json import count as token_count
 from tapeview.sources.python_json import exact, reports_usage
 
@@ -29,7 +30,6 @@ from .phase_tally import MODEL_EVENTS, PhaseTally, dated
 
 PLAIN_KINDS = frozenset({"message", "tool_call", "tool_result", "event", "system"})
 IN_CONTEXT, OUT_OF_CONTEXT = READABLE | CONTEXT | HAS_ID, READABLE | HAS_ID
-NOT_PARSED = object()  # handed to the full path for a line that is not JSON
 
 
 class Run(Protocol):

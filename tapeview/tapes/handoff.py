@@ -1,4 +1,4 @@
-"""Handoffs written by an operator or a service: an anchor and its handoff event, as Bub writes them."""
+"""Handoffs written by an operator or a service, in the tape's own line format, as Bub writes them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from tapeview.accounts.audit import Actor, record
-from tapeview.sources import AppendState, TapeMoved, bub, bub_append
+from tapeview.sources import AppendState, TapeMoved, bub, bub_append, bub_next, bub_next_append
 from tapeview.sources.bub_lines import NON_PHASE_PREFIXES
 
 from . import index
@@ -79,7 +79,12 @@ def refusal(tape: Tape) -> str:
 
 def append_state(tape: Tape) -> AppendState:
     """Whether the agent is between turns (a handoff may be written now), mid-turn, or looks stopped."""
-    return bub_append.append_state(Path(tape.path), **_timing())
+    return _writer(tape).append_state(Path(tape.path), **_timing())
+
+
+def _writer(tape: Tape):
+    """The guest writer of the tape's own line format: a 0.5.1 tape keeps getting 0.5.1 handoffs."""
+    return bub_next_append if bub_next.file_format(tape.path) == bub_next.FORMAT else bub_append
 
 
 def last_id(tape: Tape) -> int:
@@ -119,7 +124,8 @@ def write(
     confirm_stopped: bool = False,
     after: int | None = None,
 ) -> list[dict]:
-    """Append the anchor + handoff event in one write while the tape is idle (TapeBusy otherwise).
+    """Append a handoff in the tape's own format (0.5.1: an anchor and its handoff event; the next
+    release's: one context.anchor line) in one write while the tape is idle (TapeBusy otherwise).
 
     A tape whose agent looks stopped mid-turn raises AgentStopped, unless the operator confirmed
     the handoff (`confirm_stopped`): then it is written, and the audit row says it was confirmed.
@@ -143,7 +149,7 @@ def write(
     full_state = {**({"summary": summary} if summary else {}), **(state or {}), "owner": actor.name}
     with _one_writer(tape):
         try:
-            written = bub_append.handoff(
+            written = _writer(tape).handoff(
                 Path(tape.path), name, full_state, allow_stopped=confirm_stopped, after=after, **_timing()
             )
         except TapeMoved as moved:  # checked on the idle tape's end, after the busy rule

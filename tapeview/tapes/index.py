@@ -12,12 +12,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, bub_lines, paths, reader, yachiyo
+from tapeview.sources import TapeNotFound, bub_next, paths, reader, yachiyo
+from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
 from tapeview.sources.raw_bytes import head
 
-from . import blocklane, bulk, fastlane, signals
+from . import blocklane, bulk, fastlane, nextlane, signals
 from .bulk import AnchorRow
-from .fastlane import NOT_PARSED
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
 from .models import Anchor, EntryChunk, Tape, state_preview
 from .packing import Batch, flags, micros
@@ -140,14 +140,20 @@ def _read_appended(tape: Tape, st: os.stat_result, lease: str, progress: Progres
         or st.st_size < tape.indexed_offset
         or (tape.head and head(tape.path) != tape.head)
     )
+    fmt = bub_next.file_format(tape.path) if tape.kind == "bub" else ""
+    # A file read so far in another format (or as 0.5.1 before its first line was whole) is read again.
+    reformat = fmt != tape.line_format and (tape.line_format != "" or fmt == NEXT_FORMAT)
     # phase_count -1: indexed before phase statistics existed (migration 0005): count them all again.
-    if replaced or tape.phase_count < 0:
+    if replaced or reformat or tape.phase_count < 0:
         _reset(tape, lease)
+    tape.line_format = fmt
     tape.device, tape.inode, tape.problem = st.st_dev, st.st_ino, ""
     if not tape.head:
         # Taken before the lines are read: a reset in between shows as another head next time.
         tape.head = head(tape.path)
-    if tape.kind == "bub":  # the bulk path: most lines are only counted (tapes.blocklane, fastlane)
+    if fmt == NEXT_FORMAT:  # Bub's next format: its own bulk path (tapes.nextlane)
+        lines, lane = nextlane.read(Path(tape.path), tape.indexed_offset, tape.next_pos), nextlane
+    elif tape.kind == "bub":  # the bulk path: most lines are only counted (tapes.blocklane, fastlane)
         lines, lane = blocklane.read(Path(tape.path), tape.indexed_offset, tape.next_pos), blocklane
     else:
         lines = _as_lines(reader(tape.kind).scan(Path(tape.path), tape.indexed_offset, tape.next_pos))
@@ -215,10 +221,8 @@ class _Run:
         """One line read as the agent's reader reads it, and accounted."""
         if type(line) is not bytes:
             e = line
-        elif parsed is NOT_PARSED:
-            e = bub_lines.parse_line(line + b"\n", pos, offset)
         else:
-            e = bub_lines.parsed_line(parsed, line + b"\n", pos, offset)
+            e = bub_next.parse(self.tape.line_format, line + b"\n", pos, offset, parsed)
         flag = flags(e.readable, e.is_error, e.context, e.id is not None, bool(e.is_anchor or e.anchor))
         self.rows.add(e.pos, e.offset, e.length, e.id, e.kind, e.name, micros(e.date), flag)
         _account(self.tape, e, self.anchors, self.tally)
@@ -270,6 +274,8 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
     tally.add(e, anchor)
     if not e.readable:
         tape.unreadable += 1
+        if tape.foreign_line is None and bub_next.other_format(e):
+            tape.foreign_line = e.pos
         return
     tape.entries += 1
     tape.last_id = e.id

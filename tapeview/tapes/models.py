@@ -78,6 +78,10 @@ class Tape(models.Model):
     model = models.CharField(max_length=200, blank=True)
     context_tokens = models.BigIntegerField(null=True)
     overflowed = models.BooleanField(default=False)
+    # Bub's line format, from the file's first line (sources.bub_next): "0.5.1", "bub-next" or "" (not
+    # known yet, or another agent); and the first line written in the other format (null: none).
+    line_format = models.CharField(max_length=10, blank=True, default="")
+    foreign_line = models.IntegerField(null=True)
 
     class Meta:
         constraints = [

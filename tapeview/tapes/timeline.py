@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tapeview.sources import Entry, reader
+from tapeview.sources import Entry, bub_next, reader
 
 from . import archive, copy_reader, pictures
 from . import rows as index_rows
@@ -245,6 +245,8 @@ def _pair(index: Rows, tape: Tape, items: list[Item]) -> list[Item]:
 def _match(source, call: Entry | None, answers: list[Entry]) -> list[dict]:
     """Calls and results side by side: by call id where the agent keeps one, else by position."""
     calls = source.tool_calls(call) if call and not call.truncated else []
+    if not answers and call is not None and bub_next.is_next(call):
+        answers = [call]  # Bub's next format keeps a step's results with its calls
     results = [r for a in answers if not a.truncated for r in source.tool_results(a)]
     # An id the agent wrote as a list or an object pairs nothing (and never breaks the page).
     by_id = {r["call_id"]: r for r in results if isinstance(r.get("call_id"), (str, int)) and r["call_id"]}

@@ -14,7 +14,7 @@ from ninja.errors import HttpError
 
 from tapeview.sources import TapeNotFound
 
-from .. import export, handoff, health, listing, lookup
+from .. import export, formats, handoff, health, listing, lookup
 from ..discovery import this_host
 from ..forms import SORTS
 from ..models import Tape
@@ -90,6 +90,14 @@ class TapeDetailOut(TapeOut):
     handoff_wait: str = Field(
         description="why a handoff sent now would get 409 (the agent is mid-turn, writing a line, or looks "
         'stopped), or "" when it would be written; "" also for a tape on another host (its host decides)'
+    )
+    line_format: str = Field(
+        description='Bub\'s line format: "0.5.1", "bub-next" (its next release\'s CloudEvents lines) or "" '
+        "(another agent, or no line yet)"
+    )
+    format_note: str = Field(
+        description="what the format means for the agent: a line in the other format (which one), or a "
+        '0.5.1 tape that Bub\'s new release, writing in the same folder, cannot append to; "" when none'
     )
     attachments: list[AttachmentOut]
 
@@ -259,6 +267,8 @@ def get_tape(request: HttpRequest, tape_id: str) -> dict:
         "handoff": not refusal,
         "handoff_refusal": refusal,
         "handoff_wait": "" if refusal else _handoff_wait(tape),
+        "line_format": tape.line_format,
+        "format_note": formats.note(tape),
         "attachments": attachments,
     }
 

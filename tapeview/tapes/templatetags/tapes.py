@@ -17,10 +17,20 @@ from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
 from tapeview.sources.model import content_text
+from tapeview.tapes import formats
+from tapeview.tapes.models import Tape
 from tapeview.tapes.phase_tally import anchor_state
 from tapeview.tapes.transcript import output_text
 
 register = template.Library()
+
+
+@register.filter
+def format_note(tape: Any) -> str:
+    """What a Bub tape's line format means for its agent (tapes.formats), or ""."""
+    return formats.note(tape) if isinstance(tape, Tape) else ""
+
+
 PREVIEW_CHARS = 3000
 SHOWN_DEPTH = 100  # levels of a payload shown on a page (orjson writes 255 at most; json.dumps recurses)
 COPY_LINK = (
