@@ -60,7 +60,8 @@ def read_tail(path: Path, quiet_seconds: float, stopped_seconds: float, now: Cal
         )
         return Tail(*here, "busy", reason, max(quiet_seconds, MID_TURN_RETRY), lines, records)
     if age < quiet_seconds:
-        reason = f"the tape changed {max(age, 0):.1f} s ago; waiting until it has been quiet for {quiet_seconds:g} s"
+        quiet = f"{quiet_seconds:g} s"
+        reason = f"the tape changed {max(age, 0):.1f} s ago; waiting until it has been quiet for {quiet}"
         return Tail(*here, "busy", reason, max(0.1, round(quiet_seconds - age, 1)), lines, records)
     if last is None:
         return Tail(*here, "idle", "idle (the tape has no entries)", 0.0, lines, records)
@@ -158,8 +159,6 @@ def handoff(
             raise TapeBusy("the tape was reset while the handoff was prepared", 0.5)
         if st.st_size != tail.size:
             raise TapeBusy("the agent wrote to the tape while the handoff was prepared", MID_TURN_RETRY)
-        if tail.size and os.pread(fd, 1, tail.size - 1) != b"\n":
-            raise TapeBusy("the tape does not end with a whole line", MID_TURN_RETRY)
         write_all(fd, line, path, tail.size)
     finally:
         os.close(fd)

@@ -8,7 +8,7 @@ from pathlib import Path
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SESSION = "f887c9f116649249__0b871d5e50e7c192"  # cli:local
 RESET = "f887c9f116649249__0a7a35ba7ddb722e"  # cli:reset-demo
-OLD = "9d11f561157e98d3__bf2795869dc767e2"  # a 0.5.1 tape (tests/fixtures/bub/tapes_dir)
+OLD = "9d11f561157e98d3__f2234c5149b3f79d"  # an idle 0.5.1 tape (tests/fixtures/bub/tapes_dir)
 NAMES = {
     "session_realistic.jsonl": f"{SESSION}.jsonl",
     "session_realistic__sidecar__spill.jsonl": f"{SESSION}__sidecar__spill.jsonl",
