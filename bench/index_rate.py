@@ -1,9 +1,10 @@
 """Index a large generated Bub tape and print our rates next to the raw limit (plain orjson parsing).
 
-    python bench/index_rate.py [--entries N] [--keep] [--real]
+    python bench/index_rate.py [--entries N] [--keep] [--real | --next]
 
 --real: the real sample tests/fixtures/bub/session_realistic.jsonl repeated to N entries, as
 bench/corpus.py makes its `real` tape (an anchor every 24 entries), instead of a generated session.
+--next: a tape in Bub's next format (CloudEvents lines of the real shapes, bench/make_next_tape.py).
 
 Runs in a throwaway TAPEVIEW_HOME (SQLite) unless TAPEVIEW_DATABASE_URL names a PostgreSQL server:
 a database of its own there.
@@ -28,12 +29,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=200_000)
     parser.add_argument("--keep", action="store_true", help="keep the generated tape in bench/out/")
-    parser.add_argument("--real", action="store_true", help="the real sample repeated (bench/corpus.py)")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--real", action="store_true", help="the real sample repeated (bench/corpus.py)")
+    kind.add_argument("--next", action="store_true", help="Bub's next format (bench/make_next_tape.py)")
     args = parser.parse_args()
 
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    tapes = out / f"{'real' if args.real else 'tapes'}-{args.entries}"
+    tapes = out / f"{'real' if args.real else 'next' if args.next else 'tapes'}-{args.entries}"
     tapes.mkdir(exist_ok=True)
     tape = tapes / "0123456789abcdef__fedcba9876543210.jsonl"
     if args.real:
@@ -41,8 +44,9 @@ def main() -> None:
             corpus.write_real(tapes, args.entries)
         tape = next(tapes.glob("*.jsonl"))
     elif not tape.exists():
+        maker = "make_next_tape.py" if args.next else "make_tape.py"
         subprocess.run(
-            [sys.executable, str(HERE / "make_tape.py"), str(tape), "--entries", str(args.entries)],
+            [sys.executable, str(HERE / maker), str(tape), "--entries", str(args.entries)],
             check=True,
         )
     size = tape.stat().st_size

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from tapeview.sources import Entry, reader
+from tapeview.sources import Entry, bub_next, reader
 from tapeview.sources.bub import lines as bub_lines
 from tapeview.sources.bub_lines import FIRST_ID, LAST_ID, parse_line, parsed_line
 
@@ -37,8 +37,9 @@ _UTC_MICROS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}
 
 def tape_docs(kind: str, path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Doc]:
     """The docs of a tape's complete lines from byte `start` (line `first_pos`) on."""
-    if kind == "bub":
+    if kind == "bub" and bub_next.file_format(path) != bub_next.FORMAT:
         return bub_docs(bub_lines(path, start, first_pos))
+    # Bub's next format, and the other agents: each line read the full way (sources.bub.scan)
     return map(entry_doc, reader(kind).scan(path, start, first_pos))
 
 

@@ -120,7 +120,7 @@ def invalid(obj: object) -> str:
     if type(data) is not dict:
         return "not a Bub record: data is not an object"
     source = data.get("source")
-    if source not in SOURCES:
+    if not isinstance(source, str) or source not in SOURCES:
         return "not a Bub record: data.source is not system, user or agent"
     if "message" not in data:
         return "not a Bub record: data has no message"

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from tapeview.sources import Entry, reader
+from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
 
 from . import bulk
 from .bulk import AnchorRow
@@ -39,6 +40,7 @@ OVERFLOW_WORDS = (b"context_length_exceeded", b"maximum context length", b"conte
 ERROR_SCAN_BYTES = 64 * 1024
 # Bub events that name the model of the calls that follow (run: the call just made).
 MODEL_EVENTS = ("run", "loop.start", "model_switch")
+STEP_KINDS = ("message", "tool_call")  # the kinds an agent step of Bub's next format takes
 
 
 class PhaseTally:
@@ -95,6 +97,10 @@ class PhaseTally:
             phase.roles[e.name[:40]] = phase.roles.get(e.name[:40], 0) + 1
         elif kind == "event" and e.name in MODEL_EVENTS:
             model = model_of(e)
+            if model:
+                phase.model = tape.model = model[:200]
+        if kind in STEP_KINDS and e.meta.get("format") == NEXT_FORMAT:
+            model = e.meta.get("model_name")  # the agent step's own (formats/bub-next.md §4)
             if model:
                 phase.model = tape.model = model[:200]
         if kind == "anchor" or anchor is not None or e.prompt_tokens is not None or e.is_error:
