@@ -1,4 +1,4 @@
-"""Write one large tape in Bub's next format for benchmarks: python bench/make_next_tape.py OUT.jsonl --entries N.
+"""Write a large tape in Bub's next format: python bench/make_next_tape.py OUT.jsonl --entries N.
 
 The lines have the real shapes: the turns of tests/fixtures/bub-next/session_realistic.jsonl (written
 by Bub's own code) repeated with fresh ids, turn ids and times, a `,tape.handoff` every 40 turns,

@@ -135,7 +135,7 @@ def handoff(
     TapeBusy mid-turn or while a line is unfinished, AgentStopped (unless `allow_stopped`) when the
     agent looks stopped mid-burst; TapeMoved when the tape's last line is no longer at `after` (the
     position the caller saw last); WriteFailed when the write falls short (then it is taken back).
-    Returns `[{"id": position, "event_id": uuid}]` of the line written.
+    Returns `[{"id": position, "event_id": uuid, "payload": {"name", "state"}}]` of the line written.
     """
     path = Path(path)
     tail = read_tail(path, quiet_seconds, stopped_seconds, now)
@@ -162,7 +162,7 @@ def handoff(
         write_all(fd, line, path, tail.size)
     finally:
         os.close(fd)
-    return [{"id": tail.lines + 1, "event_id": written.meta["event_id"]}]
+    return [{"id": tail.lines + 1, "event_id": written.meta["event_id"], "payload": written.payload}]
 
 
 def _count(f, size: int) -> tuple[int, int, int, bytes | None]:

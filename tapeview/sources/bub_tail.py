@@ -17,6 +17,8 @@ from typing import BinaryIO, Literal
 import orjson
 
 from .bub_lines import parse_line
+from .bub_next_lines import FORMAT as NEXT_FORMAT
+from .bub_next_lines import ends_turn
 from .model import Entry, TapeBusy
 from .raw_bytes import open_file, stat_of
 
@@ -91,6 +93,8 @@ def read_tail(path: Path, quiet_seconds: float, stopped_seconds: float, now: Cal
 
 def is_terminal(entry: Entry) -> bool:
     """An entry that ends a turn or a command, after which the agent writes nothing until the next."""
+    if entry.meta.get("format") == NEXT_FORMAT:  # Bub's next format: the invocation's end
+        return ends_turn(entry)
     if entry.kind == "anchor":
         return True
     if entry.kind != "event":
