@@ -11,18 +11,19 @@ full path, which reads it exactly as Bub's next reader does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
 import orjson
 
-from tapeview.sources import bub
+from tapeview.sources.bub_lines import big_line
 from tapeview.sources.bub_next_lines import _EXTENSION as EXTENSION
 from tapeview.sources.bub_next_lines import AGENT_ONLY, ATTRIBUTES, PREFIX, SOURCES, STATUS_EVENTS, SUFFIX
+from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT
 from tapeview.sources.python_json import count, reports_usage
 
 from . import fastlane
+from .blocklane import Blocks
 from .fastlane import NOT_PARSED, Counted
 from .phase_tally import MODEL_EVENTS
 
@@ -31,9 +32,9 @@ IN_CONTEXT, OUT_OF_CONTEXT = fastlane.IN_CONTEXT, fastlane.OUT_OF_CONTEXT
 FULL = frozenset({"context.anchor", "error", *STATUS_EVENTS})
 
 
-def read(path: Path, start: int, first_pos: int) -> Iterable[tuple]:
-    """The tape's (pos, offset, line) from byte `start` on (sources.bub.lines)."""
-    return bub.lines(path, start, first_pos)
+def read(path: Path, start: int, first_pos: int) -> Blocks:
+    """The tape's blocks of lines from byte `start` on (sources.bub.blocks), the first at `first_pos`."""
+    return Blocks(path, start, first_pos)
 
 
 SEP = object()  # between a line's keys and its step's in a shape's key
@@ -61,9 +62,9 @@ def _shape(etype: str, source: str | None, keys: tuple) -> tuple[int, str, str, 
     return (USAGE if name == "model.completed" or name in MODEL_EVENTS else FACT), name, "event", name
 
 
-def index_lines(run: fastlane.Run, lines: Iterable[tuple]) -> None:
-    """Index (pos, offset, line) in file order: a line is its bytes without the newline, or the Entry
-    already read from the head of one too long to parse."""
+def index_lines(run: fastlane.Run, items: Blocks) -> None:
+    """Index the lines of `read`'s blocks in file order (split here, without a generator between:
+    a tenth of the lane's time); a line too long to parse is the Entry its head makes (bub.lines)."""
     loads, decode_error, fromiso = orjson.loads, orjson.JSONDecodeError, datetime.fromisoformat
     tape, tally, size = run.tape, run.tally, run.size
     plain_run = Counted()
@@ -79,92 +80,107 @@ def index_lines(run: fastlane.Run, lines: Iterable[tuple]) -> None:
         batch.name,
         batch.flags,
     )
-    for pos, offset, raw in lines:
-        obj, what = NOT_PARSED, 0
-        if type(raw) is bytes:
-            try:
-                obj = loads(raw)
-            except decode_error:  # (contextlib.suppress costs a call a line)
-                obj = NOT_PARSED
-        if type(obj) is dict and tally.current is not None:
-            etype, eid, source_uri, when, data = (
-                obj.get("type"),
-                obj.get("id"),
-                obj.get("source"),
-                obj.get("time"),
-                obj.get("data"),
-            )
-            if (
-                type(etype) is str
-                and type(eid) is str
-                and type(source_uri) is str
-                and type(when) is str
-                and type(data) is dict
-                and etype
-                and eid
-                and source_uri
-                and obj.get("specversion") == "1.0"
-            ):
-                source = data.get("source")
-                source = source if type(source) is str else None  # (a list is unhashable)
-                key = (etype, source, *obj, SEP, *data)
-                shape = shapes.get(key)
-                if shape is None:
-                    shape = shapes[key] = _shape(etype, source, key[2:])
-                what, name, kind, role = shape
-        if what:
-            try:
-                moment = fromiso(when)
-            except ValueError:
-                moment = None
-            if moment is None or moment.tzinfo is None:
-                what = 0
-        calls, payload = 0, None
-        if what == MESSAGE:
-            if role == "assistant":
-                found = data.get("tool_calls")
-                if type(found) is list and found:
-                    kind, role, calls = "tool_call", "", len(found)
-                model = data.get("model_name")
-                if type(model) is str and model:
-                    tally.current.model = tape.model = model[:200]
-            if run.wants_label():
-                what = 0
-        elif what == USAGE:
-            payload = _payload(data, loads, decode_error)
-            if payload is None or (name == "loop.start" and run.wants_label()):
-                what = 0
-        if not what:
-            plain_run.settle(tape, tally)
-            run.full(pos, offset, raw, obj)
-            if run.rows is not batch:
+    next_pos = items.first_pos
+    for start, block, end in items:
+        if end < 0:  # one line too long to read whole
+            lines: list = [big_line(block, next_pos, start, -end)]
+        else:
+            lines = block[: end - 1].split(b"\n")
+        at = start
+        for raw in lines:
+            obj, what, pos, offset = NOT_PARSED, 0, next_pos, at
+            next_pos += 1
+            if type(raw) is bytes:
+                at += len(raw) + 1
+                if at - offset > SCAN_PARSE_LIMIT:
+                    raw = big_line(raw[:DISPLAY_PREVIEW_BYTES], pos, offset, at - offset)
+                else:
+                    try:
+                        obj = loads(raw)
+                    except decode_error:  # (contextlib.suppress costs a call a line)
+                        if not raw.strip():
+                            continue  # a blank line: its position, no entry
+            else:
+                at += raw.length
+            if type(obj) is dict and tally.current is not None:
+                etype, eid, source_uri, when, data = (
+                    obj.get("type"),
+                    obj.get("id"),
+                    obj.get("source"),
+                    obj.get("time"),
+                    obj.get("data"),
+                )
+                if (
+                    type(etype) is str
+                    and type(eid) is str
+                    and type(source_uri) is str
+                    and type(when) is str
+                    and type(data) is dict
+                    and etype
+                    and eid
+                    and source_uri
+                    and obj.get("specversion") == "1.0"
+                ):
+                    source = data.get("source")
+                    source = source if type(source) is str else None  # (a list is unhashable)
+                    key = (etype, source, *obj, SEP, *data)
+                    shape = shapes.get(key)
+                    if shape is None:
+                        shape = shapes[key] = _shape(etype, source, key[2:])
+                    what, name, kind, role = shape
+            if what:
+                try:
+                    moment = fromiso(when)
+                except ValueError:
+                    moment = None
+                if moment is None or moment.tzinfo is None:
+                    what = 0
+            calls, payload = 0, None
+            if what == MESSAGE:
+                if role == "assistant":
+                    found = data.get("tool_calls")
+                    if type(found) is list and found:
+                        kind, role, calls = "tool_call", "", len(found)
+                    model = data.get("model_name")
+                    if type(model) is str and model:
+                        tally.current.model = tape.model = model[:200]
+                if run.wants_label():
+                    what = 0
+            elif what == USAGE:
+                payload = _payload(data, loads, decode_error)
+                if payload is None or (name == "loop.start" and run.wants_label()):
+                    what = 0
+            if not what:
+                plain_run.settle(tape, tally)
+                run.full(pos, offset, raw, obj)
+                if run.rows is not batch:
+                    batch = run.rows
+                    rows = (batch.pos, batch.offset, batch.length, batch.entry_id, batch.date, batch.kind,
+                            batch.name, batch.flags)  # fmt: skip
+                continue
+            length = len(raw) + 1  # and its newline
+            rows[0].append(pos)
+            rows[1].append(offset)
+            rows[2].append(length)
+            rows[3].append(pos)  # position is the id
+            rows[4].append(round(moment.timestamp() * 1_000_000))  # packing.micros(), inline
+            rows[5].append(kind)
+            rows[6].append(role)
+            rows[7].append(IN_CONTEXT if obj.get("bubcontext") is True else OUT_OF_CONTEXT)
+            plain_run.dates.append(moment)
+            plain_run.last = (pos, pos, offset + length)
+            if calls:
+                plain_run.calls += calls
+            elif role and kind == "message":
+                plain_run.roles.append(role)
+            if payload is not None:
+                _model_and_usage(tape, tally.current, name, payload)
+            if len(rows[0]) >= size:
+                plain_run.settle(tape, tally)
+                run.flush()
                 batch = run.rows
                 rows = (batch.pos, batch.offset, batch.length, batch.entry_id, batch.date, batch.kind,
                         batch.name, batch.flags)  # fmt: skip
-            continue
-        length = len(raw) + 1  # and its newline
-        rows[0].append(pos)
-        rows[1].append(offset)
-        rows[2].append(length)
-        rows[3].append(pos)  # position is the id
-        rows[4].append(round(moment.timestamp() * 1_000_000))  # packing.micros(), inline
-        rows[5].append(kind)
-        rows[6].append(role)
-        rows[7].append(IN_CONTEXT if obj.get("bubcontext") is True else OUT_OF_CONTEXT)
-        plain_run.dates.append(moment)
-        plain_run.last = (pos, pos, offset + length)
-        if calls:
-            plain_run.calls += calls
-        elif role and kind == "message":
-            plain_run.roles.append(role)
-        if payload is not None:
-            _model_and_usage(tape, tally.current, name, payload)
-        if len(rows[0]) >= size:
-            plain_run.settle(tape, tally)
-            run.flush()
-            batch = run.rows
-            rows = (batch.pos, batch.offset, batch.length, batch.entry_id, batch.date, batch.kind,
-                    batch.name, batch.flags)  # fmt: skip
     plain_run.settle(tape, tally)
 
 

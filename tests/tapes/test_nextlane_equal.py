@@ -102,8 +102,8 @@ def write_folder(root: Path, seed: int) -> Path:
 
 
 def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    def every_line_full(run, lines) -> None:
-        for pos, offset, raw in lines:
+    def every_line_full(run, blocks) -> None:
+        for pos, offset, raw in bub.lines(blocks.path, blocks.start, blocks.first_pos):
             run.full(pos, offset, raw, nextlane.NOT_PARSED)
 
     monkeypatch.setattr(nextlane, "index_lines", every_line_full)
