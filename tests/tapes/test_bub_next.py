@@ -105,3 +105,15 @@ def test_the_context_preview_shows_what_bub_sends_after_the_anchor(viewer_client
     html = viewer_client.get(f"/tapes/{t.key}/context?anchor=phase/explore-done").content.decode()
     assert "Continue the task until all targets are completed" in html
     assert "&lt;general_instruct&gt;" not in html  # the system prompt is no context line (bubcontext false)
+    assert "rules of Bub&#x27;s next release" in html or "rules of Bub's next release" in html
+
+
+def test_search_finds_words_of_a_next_tape_with_their_kind(next_home) -> None:
+    from tapeview.search import catchup, engine
+
+    catchup.catch_up()
+    t = tape(SESSION)
+    hits = engine.search("naive", tape_key=t.key, limit=50)
+    assert "tool_call" in {h.kind for h in hits}  # the fs_read result inside the agent step
+    anchors = engine.search("explore", tape_key=t.key, limit=50)
+    assert any(h.kind == "anchor" for h in anchors)
