@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from tapeview.sources import Entry, Reader
+from tapeview.sources import Entry, Reader, bub_next
 from tapeview.sources.model import content_text
 
 _BACKTICKS = re.compile(r"`{3,}")
@@ -108,16 +108,11 @@ def entry_markdown(source: Reader, e: Entry) -> str:
             parts.append(
                 f"**{_line(call['name'])}**{ident}\n\n" + fence(arguments_text(call["arguments"]), "json")
             )
+        if bub_next.is_next(e):  # Bub's next format keeps a step's results with its calls
+            parts += _results(source, e)
         return "".join(parts)
     if e.kind == "tool_result":
-        parts = [heading("tool result", e)]
-        for result in source.tool_results(e):
-            ident = f" ({_line(str(result['call_id']))})" if result.get("call_id") else ""
-            label = "failed" if result.get("is_error") else "result"
-            parts.append(
-                f"**{label}**{ident}\n\n" + fence(output_text(result["content"], result["is_error"]))
-            )
-        return "".join(parts)
+        return "".join([heading("tool result", e), *_results(source, e)])
     if e.is_error:
         return heading(f"{_line(e.kind)} {_line(e.name)}".strip() + " (failed)", e) + fence(
             output_text(payload, True)
@@ -128,3 +123,12 @@ def entry_markdown(source: Reader, e: Entry) -> str:
 def _line(text: str) -> str:
     """A name on a heading line: one line, whatever the agent wrote."""
     return " ".join(str(text).split())[:300]
+
+
+def _results(source, e: Entry) -> list[str]:
+    parts = []
+    for result in source.tool_results(e):
+        ident = f" ({_line(str(result['call_id']))})" if result.get("call_id") else ""
+        label = "failed" if result.get("is_error") else "result"
+        parts.append(f"**{label}**{ident}\n\n" + fence(output_text(result["content"], result["is_error"])))
+    return parts

@@ -117,3 +117,12 @@ def test_search_finds_words_of_a_next_tape_with_their_kind(next_home) -> None:
     assert "tool_call" in {h.kind for h in hits}  # the fs_read result inside the agent step
     anchors = engine.search("explore", tape_key=t.key, limit=50)
     assert any(h.kind == "anchor" for h in anchors)
+
+
+def test_the_markdown_export_shows_a_steps_calls_with_their_results(viewer_client, next_home) -> None:
+    t = tape(SESSION)
+    text = b"".join(viewer_client.get(f"/tapes/{t.key}/export.md").streaming_content).decode()
+    assert "**fs_read** (toolu_02Parse)" in text and "not a git repository" in text
+    assert "**failed** (toolu_02GitLg)" in text
+    raw = b"".join(viewer_client.get(f"/tapes/{t.key}/export.jsonl").streaming_content)
+    assert raw == (next_home / f"{SESSION}.jsonl").read_bytes()
