@@ -10,7 +10,7 @@ def reread_unreadable_bub(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tapeview", "0020_reread_usage_and_big_lines"),
+        ("tapeview", "0021_source_folder"),
     ]
 
     operations = [
