@@ -87,6 +87,12 @@ TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
 # with TAPEVIEW_OTLP_CONTENT, the messages, tool arguments and results go too (left out by default).
 TAPEVIEW_OTLP_ENDPOINT = os.environ.get("TAPEVIEW_OTLP_ENDPOINT", "").strip()
 TAPEVIEW_OTLP_CONTENT = env_bool("TAPEVIEW_OTLP_CONTENT", False)
+# /metrics answers a scraper on this machine without a token (tapeview.metrics.access); not by
+# default behind a proxy, whose relayed requests may reach this server from this machine too.
+TAPEVIEW_METRICS_LOCAL = env_bool(
+    "TAPEVIEW_METRICS_LOCAL",
+    not env_bool("TAPEVIEW_BEHIND_PROXY", False) and not os.environ.get("TAPEVIEW_TRUSTED_PROXY", "").strip(),
+)
 # PostgreSQL's GIN index is also kept in slices of this many docs (search/slices.py); the indexer
 # makes at most one change to them every TAPEVIEW_SEARCH_SLICE_SECONDS while it watches.
 TAPEVIEW_SEARCH_SLICE_DOCS = int(env_float("TAPEVIEW_SEARCH_SLICE_DOCS", 75_000, low=1000, whole=True))
@@ -132,9 +138,12 @@ INSTALLED_APPS = [
     "tapeview.search",
     "tapeview.otlp",
     "tapeview.mcp",
+    "tapeview.metrics",
 ]
 
 MIDDLEWARE = [
+    # First: every request is timed and counted, whatever a later middleware answers.
+    "tapeview.metrics.middleware.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

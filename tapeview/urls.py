@@ -19,6 +19,7 @@ urlpatterns = [
     path("outbox/", include("tapeview.outbox.urls")),
     path("api/", api.urls()),
     re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),
+    path("", include("tapeview.metrics.urls")),
     # Browsers ask for /favicon.ico whatever the page says: send them the real one.
     path("favicon.ico", login_not_required(RedirectView.as_view(url=static("favicon.svg"), permanent=True))),
 ]

@@ -53,6 +53,8 @@ class TokenAuth(HttpBearer):
             )
             request.refused_token = shown  # type: ignore[attr-defined]
             return None
+        if row.scope == ApiToken.METRICS:
+            raise AuthorizationError(message="a token with metrics scope reads /metrics only")
         return Caller(Actor(f"token:{row.name}"), row.scope == ApiToken.WRITE, row)
 
 
@@ -108,6 +110,8 @@ def docs_access(view: Callable) -> Callable:
             response = JsonResponse({"detail": exc.message}, status=429)
             response["Retry-After"] = str(exc.retry_after)
             return response
+        except AuthorizationError as exc:
+            return JsonResponse({"detail": exc.message}, status=403)
         if allowed:
             return view(request, *args, **kwargs)
         if request.path.endswith(".json"):

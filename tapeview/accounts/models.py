@@ -19,11 +19,12 @@ class SignInToken(models.Model):
 class ApiToken(models.Model):
     """A service's key to the API: only the sha256 of the token and its first characters are kept."""
 
-    READ, WRITE = "read", "write"
-    SCOPES = [(READ, "read"), (WRITE, "read and write")]
+    READ, WRITE, METRICS = "read", "write", "metrics"
+    # metrics: a scraper's key to /metrics alone, never to the API (a leaked one reads no tape).
+    SCOPES = [(READ, "read"), (WRITE, "read and write"), (METRICS, "metrics only")]
 
     name = models.CharField(max_length=100)
-    scope = models.CharField(max_length=5, choices=SCOPES, default=READ)
+    scope = models.CharField(max_length=10, choices=SCOPES, default=READ)
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16)  # shown so an admin can tell tokens apart
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

@@ -39,8 +39,8 @@ def create(
     """A new token and its plaintext, which is never stored and cannot be shown again."""
     if not NAME.match(name or ""):
         raise TokenError(NAME_RULE)
-    if scope not in (ApiToken.READ, ApiToken.WRITE):
-        raise TokenError(f"unknown scope {scope!r} (read or write)")
+    if scope not in (ApiToken.READ, ApiToken.WRITE, ApiToken.METRICS):
+        raise TokenError(f"unknown scope {scope!r} (read, write or metrics)")
     if expires_days is not None and not 1 <= expires_days <= 36500:
         raise TokenError("--expires-days must be between 1 and 36500")
     plaintext = PREFIX + secrets.token_urlsafe(32)

@@ -1,6 +1,6 @@
 """`tapeview token`: the API tokens of services.
 
-`token create NAME --scope read|write [--expires-days N]`, `token list`, `token revoke NAME_OR_ID`.
+`token create NAME --scope read|write|metrics [--expires-days N]`, `token list`, `token revoke NAME_OR_ID`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True, metavar="create|list|revoke")
         create = actions.add_parser("create", help="create a token and print it once (its last line)")
         create.add_argument("name")
-        create.add_argument("--scope", choices=[ApiToken.READ, ApiToken.WRITE], default=ApiToken.READ)
+        create.add_argument(
+            "--scope", choices=[ApiToken.READ, ApiToken.WRITE, ApiToken.METRICS], default=ApiToken.READ
+        )
         create.add_argument("--expires-days", type=int, default=None)
         actions.add_parser("list", help="every token, live or not (never the token itself)")
         revoke = actions.add_parser("revoke", help="stop a token working")
