@@ -39,7 +39,9 @@ def _index_lag() -> Iterator[GaugeMetricFamily]:
         labels=["host", "source"],
     )
     indexed_entries = GaugeMetricFamily(
-        "tapeview_index_entries", "Entries (lines) of a source's tapes in the index", ["host", "source"]
+        "tapeview_index_entries",
+        "Entries (lines) of a source's tapes in the index",
+        labels=["host", "source"],
     )
     # As the Sources page counts: a tape being indexed by its offset so far, any other by its size.
     read = Case(When(indexing_until__gte=timezone.now(), then=F("indexed_offset")), default=F("size"))

@@ -94,6 +94,11 @@ def search_tapes(request: HttpRequest, filters: Query[SearchFilters]) -> dict:
     (or ordered by time) among the newest 2,000 matching entries, newest by the order tapes
     were found and entries written, or among as many as the page asked for needs: a common word
     costs what a rare one does."""
+    return hit_page(filters)
+
+
+def hit_page(filters: SearchFilters) -> dict:
+    """A page of `search_tapes`' answer (also `tapeview search`'s)."""
     discovery.sync_if_stale()
     catchup.catch_up_unwatched()
     start = decode(filters.cursor, {"o": int})["o"] if filters.cursor else 0
