@@ -185,6 +185,11 @@ def test_token_create_takes_the_metrics_scope(db) -> None:
     call_command("token", "create", "prom", "--scope", "metrics", stdout=out)
     assert "(id" in out.getvalue() and ", metrics," in out.getvalue()
     assert tokens.verify(out.getvalue().strip().splitlines()[-1]).scope == "metrics"
+    listed = io.StringIO()
+    call_command("token", "list", stdout=listed)
+    header, row = listed.getvalue().splitlines()
+    assert row.split()[1:4] == ["prom", "metrics", "live"]
+    assert header.index("state") == row.index("live")  # the columns line up
 
 
 def own_address() -> str:

@@ -45,12 +45,12 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("no tokens")
             return
-        self.stdout.write(f"{'id':>4}  {'name':<24} {'scope':<6} {'state':<8} {'token':<14} last used")
+        self.stdout.write(f"{'id':>4}  {'name':<24} {'scope':<7} {'state':<8} {'token':<14} last used")
         for row in rows:
             used = f"{row.last_used_at:%Y-%m-%d %H:%M}" if row.last_used_at else "never"
             shown = f"{row.prefix}…"
             self.stdout.write(
-                f"{row.pk:>4}  {row.name:<24} {row.scope:<6} {tokens.state(row):<8} {shown:<14} {used}"
+                f"{row.pk:>4}  {row.name:<24} {row.scope:<7} {tokens.state(row):<8} {shown:<14} {used}"
             )
 
     def revoke(self, *, ref: str, **options) -> None:
