@@ -249,3 +249,14 @@ def create_token(env: dict[str, str], scope: str) -> str:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip().splitlines()[-1]
+
+
+def test_bad_tokens_get_429_past_the_limit_and_the_metrics_token_still_works(
+    db, settings, metrics_token: str
+) -> None:
+    settings.AXES_FAILURE_LIMIT = 3
+    bad = {"REMOTE_ADDR": REMOTE, "HTTP_AUTHORIZATION": "Bearer tv_guessed"}
+    assert [Client().get("/metrics", **bad).status_code for _ in range(3)] == [401] * 3
+    refused = Client().get("/metrics", **bad)
+    assert refused.status_code == 429 and refused["Retry-After"] == "900"
+    scrape(Client(), REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION=f"Bearer {metrics_token}")
