@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.views.decorators.csrf import csrf_exempt
 from django_stateless_mcp import mcp_view
 from mcp.server.context import ServerRequestContext
+from ninja.errors import AuthorizationError
 
 from tapeview.accounts.auth import TokenAuth
 from tapeview.accounts.throttle import Throttled
@@ -43,6 +44,8 @@ def endpoint(request: HttpRequest) -> HttpResponseBase:
         response: HttpResponse = JsonResponse({"detail": exc.message}, status=429)
         response["Retry-After"] = str(exc.retry_after)
         return response
+    except AuthorizationError as exc:  # a live token of a scope the tools do not take (metrics)
+        return JsonResponse({"detail": exc.message}, status=403)
     if not caller:
         response = JsonResponse({"detail": REFUSED}, status=401)
         response["WWW-Authenticate"] = "Bearer"

@@ -174,6 +174,11 @@ def test_a_metrics_token_reads_nothing_else(db, metrics_token: str) -> None:
     assert r.status_code == 403 and r.json() == {"detail": "a token with metrics scope reads /metrics only"}
     docs = Client().get("/api/openapi.json", HTTP_AUTHORIZATION=f"Bearer {metrics_token}")
     assert docs.status_code == 403
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    mcp = Client().post(
+        "/mcp", ping, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {metrics_token}"
+    )
+    assert mcp.status_code == 403 and "metrics scope" in mcp.json()["detail"]
 
 
 def test_metrics_answers_get_only(db) -> None:
