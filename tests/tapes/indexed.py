@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from tapeview.sources import parse_sources
 from tapeview.tapes import discovery, rows
 from tapeview.tapes.models import Anchor, Tape
 
-# Fields that differ between two indexes of the same file by design: ids, names, times, owners.
-SKIPPED = ("id", "key", "source", "indexed_at", "indexer", "indexing_until", "path", "owner_id")
+# Fields that differ between two indexes of copies of the same file by design: ids, names, times,
+# owners, the copy itself.
+SKIPPED = (
+    "id",
+    "key",
+    "source",
+    "indexed_at",
+    "indexer",
+    "indexing_until",
+    "path",
+    "owner_id",
+    "device",
+    "inode",
+)
 
 
-def indexed(label: str, root: Path) -> dict[str, tuple]:
-    """Everything the index says of each tape of a folder: its statistics, anchors and rows."""
+def indexed(label: str, root: Path, *, afresh: bool = True) -> dict[str, tuple]:
+    """Everything the index says of each tape of a folder: its statistics, anchors and rows.
+
+    Afresh, each label indexes a copy of the folder of its own: one folder is one source whatever its
+    label, so a second label over the same folder would only relabel the first index."""
+    if afresh:
+        root = shutil.copytree(root, root.with_name(f"{root.name}.{label}"), dirs_exist_ok=True)
     discovery.sync(parse_sources([f"{label}=bub:{root}"]))
     found = {}
     for t in Tape.objects.filter(source=label).order_by("rel"):
