@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import documents
+from . import araliya_spend, documents
 from .documents import DocumentUnreadable
 from .model import TapeFile
 from .paths import quoted
@@ -80,6 +80,7 @@ def _tape(root: Path, memory: Path, sid: str, info: object, note: str) -> TapeFi
     elif not path.is_file():
         notes.append("no transcript.md yet")
     notes.append(_kv_note(folder / "kv.json"))
+    notes.append(araliya_spend.read(root, path)[1])
     agent = _field(info, "last_agent")
     label = f"{sid} ({agent if isinstance(agent, str) else 'no agent'})"
     return TapeFile(

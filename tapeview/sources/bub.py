@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from . import bub_next
+from . import bub_acp, bub_next
 from .bub_lines import (
     DISPLAY_PARSE_LIMIT,
     PREVIEW_BYTES,
@@ -78,7 +78,8 @@ def discover(root: Path) -> list[TapeFile]:
                 found.append(TapeFile(fname, path, stem, "tape", note=note))
     keys = {t.key for t in found}
     # An attachment whose owner is gone is shown as a tape of its own.
-    return [t if t.owner is None or t.owner in keys else _orphan(t) for t in found]
+    tapes = [t if t.owner is None or t.owner in keys else _orphan(t) for t in found]
+    return bub_acp.labelled(root, tapes)  # the sessions bub-acp-server drives: their titles and folders
 
 
 def named_by_0_2(path: Path) -> bool:

@@ -92,6 +92,11 @@ class TapeFile:
     append_only: bool = True  # False: the agent rewrites the file wholesale
     note: str = ""  # what the user should know about this file (e.g. "no longer loaded")
     refused: str = ""  # why it is not read at all (the Sources page names it): an id that is no safe name
+    # What the agent's files beside it say: the model and context window its config names, the
+    # folder the session worked in.
+    model: str = ""
+    window: int | None = None
+    workdir: str = ""
 
 
 # Not frozen: a frozen dataclass's __init__ costs three times as much, and indexing builds

@@ -10,12 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
 
+from . import nanobot_config
 from .model import TapeFile
+from .nanobot_config import ModelConfig
 
 WORKSPACE_ID = re.compile(r"^[0-9a-f]{32}$")
 CHECKPOINT_SUFFIX = ".checkpoint.json"
@@ -49,12 +51,15 @@ def detect(root: Path) -> bool:
 
 def discover(root: Path) -> list[TapeFile]:
     """Every session file of a data directory or an old workspace, loaded by nanobot 0.3.5 or not."""
+    config = ModelConfig()
     if (root / "config.json").is_file():
         found = _data_dir_files(root)
+        config = nanobot_config.read(root)
     else:
         found = [_legacy_file(p, _rel(root, p), "workspace") for p in _jsonl(root / "sessions")]
     canonical = {(f.path.parent, f.session_key): f.key for f in found if f.where == "namespace"}
-    return sorted((_tape(f, canonical) for f in found), key=lambda t: t.key)
+    tapes = (replace(_tape(f, canonical), model=config.model, window=config.window) for f in found)
+    return sorted(tapes, key=lambda t: t.key)
 
 
 def workspace_of(data_dir: Path) -> Path | None:

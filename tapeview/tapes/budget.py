@@ -51,6 +51,9 @@ class Budget:
     mid_turn: bool = False
     # Bytes past the last indexed line end the tape (an unfinished line: the agent mid-write): mid_turn too.
     writing: bool = False
+    # Where the window comes from: "config" (the agent's own, nanobot's contextWindowTokens), "model"
+    # (the known windows by model, or TAPEVIEW_MODEL_WINDOWS), "" (unknown).
+    window_source: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -74,14 +77,26 @@ class Budget:
 
 def stored(tape: Tape) -> Budget:
     """What the index knows without reading the file (the session index's column): reported tokens only."""
+    model = tape.model or tape.configured_model
+    window, source = window_of(tape)
     return Budget(
         tape.context_tokens,
-        windows.window(tape.model),
+        window,
         "reported" if tape.context_tokens is not None else "",
-        tape.model,
+        model,
         tape.last_anchor_pos,
         tape.overflowed,
+        window_source=source,
     )
+
+
+def window_of(tape: Tape) -> tuple[int | None, str]:
+    """The tape's context window and where it comes from: the one the agent's config sets first (what
+    the agent itself compacts against), else the known window of its model."""
+    if tape.configured_window:
+        return tape.configured_window, "config"
+    window = windows.window(tape.model or tape.configured_model)
+    return window, "model" if window else ""
 
 
 def measure(tape: Tape, index: Rows | None = None) -> Budget:
@@ -93,7 +108,8 @@ def measure(tape: Tape, index: Rows | None = None) -> Budget:
     """
     # Everything it reads besides the rows: the fields the indexer keeps, and the settings.
     kept = (tape.kind, tape.role, tape.model, tape.context_tokens, tape.last_anchor_pos, tape.overflowed)
-    also = (*kept, windows.window(tape.model), windows.encoding(tape.model), (CAP_ROWS, CAP_BYTES, CAP_CHARS))
+    model = tape.model or tape.configured_model
+    also = (*kept, model, window_of(tape), windows.encoding(model), (CAP_ROWS, CAP_BYTES, CAP_CHARS))
     return pictures.cached("budget", tape, lambda: _measure(tape, index), also)
 
 
@@ -118,7 +134,7 @@ def _measure(tape: Tape, index: Rows | None) -> Budget:
     estimate = None
     if budget.tokens_since_anchor is None:
         entries, unread = read_context(tape, start, index, CAP_ROWS, CAP_BYTES)
-        estimate = Estimate(tape.kind, entries, windows.encoding(tape.model), unread)
+        estimate = Estimate(tape.kind, entries, windows.encoding(budget.model), unread)
         budget.tokens_since_anchor, budget.source = estimate.total, "estimated"
         budget.encoding, budget.capped = estimate.encoding, estimate.capped
     if suggest and budget.window:

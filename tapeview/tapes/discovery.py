@@ -257,6 +257,8 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
             "role": f.role,
             "note": f.note,
             "append_only": f.append_only,
+            "configured_model": f.model,
+            "configured_window": f.window,
         }
         tape = existing.get(f.key)
         if tape is None:
@@ -264,6 +266,8 @@ def _upsert(spec: SourceSpec, files: list[TapeFile]) -> list[Tape]:
         changed = {name: value for name, value in seen.items() if getattr(tape, name) != value}
         if f.label and tape.label != f.label:
             changed["label"] = f.label
+        if f.workdir and tape.workdir != f.workdir:  # kept while the file that names it is unreadable
+            changed["workdir"] = f.workdir
         if changed:
             _update(tape, **changed)
         tapes[f.key] = tape

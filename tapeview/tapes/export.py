@@ -1,7 +1,8 @@
 """A tape, or the segment between two of its anchors, exported: as JSONL or a Markdown transcript.
 
-Streamed, never loaded whole: the JSONL of an append-only tape is its bytes between two index
-offsets, read in blocks; everything else is read through the index a batch of entries at a time.
+Streamed, never loaded whole: the JSONL of a tape whose entries are lines (Bub's, nanobot's) is its
+bytes between two index offsets, read in blocks; everything else is read through the index a batch
+of entries at a time.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from pathlib import Path
 
 from django.utils.text import slugify
 
-from tapeview.sources import python_json, reader
-from tapeview.sources.raw_bytes import open_file, require
+from tapeview.sources import TapeNotFound, python_json, reader
+from tapeview.sources.raw_bytes import open_file, require, stat_of
 
-from . import copy_reader, timeline
+from . import copy_reader, index, timeline
 from .context import AnchorNotFound
 from .lookup import MAX_POS, find_row
 from .models import Anchor, Tape
@@ -30,12 +31,29 @@ FORMATS = {
     "md": "text/markdown; charset=utf-8",
 }
 BATCH = 500
+# Kinds whose files the agent rewrites wholesale but whose entries are lines of their own, the JSONL
+# the agent wrote: exported byte for byte as well. (yachiyo and araliya keep documents: one JSON line
+# per entry is written for them.)
+LINE_FILES = {"nanobot"}
+REREAD_TRIES = 3
 NAME_LENGTH = 300  # Anchor.name's max_length
 CHUNK = 1 << 20
 
 
 class BadSegment(ValueError):
     """`to` is not an anchor after `from`, or `from` or `to` cannot name an anchor."""
+
+
+class Rewritten(TapeNotFound):
+    """The agent rewrote the file since it was indexed, and the index cannot read the new version (it
+    reads as damaged, as when caught mid-write): a segment's place in it is unknown, and nothing is
+    sent. A 503 with Retry-After on pages and in the API (tapeview.errors), as for bytes on their way."""
+
+    retry_after = 2
+    detail = (
+        "the agent is rewriting this session's file (it reads as damaged now): export the segment again "
+        "in a moment; the whole file can be exported as it is"
+    )
 
 
 @dataclass(frozen=True)
@@ -95,6 +113,8 @@ def export(tape: Tape, fmt: str, start: int | str | None = None, stop: int | str
         chunks = _markdown(tape, part)
     elif tape.append_only:
         chunks = _lines(tape, part)
+    elif tape.kind in LINE_FILES:
+        chunks = _rewritten_lines(tape, part)
     else:
         chunks = _records(tape, part)
     # The file opens at the first chunk: take it now, so that a file gone since the lookup is a
@@ -127,6 +147,32 @@ def _lines(tape: Tape, part: Segment) -> Iterator[bytes]:
     begin = _offset(tape, part.start) if part.start is not None else 0
     end = _offset(tape, part.stop) if part.stop is not None else tape.indexed_offset
     yield from reader(tape.kind).read_raw(Path(tape.path), begin, max(0, end - begin), CHUNK)
+
+
+def _rewritten_lines(tape: Tape, part: Segment) -> Iterator[bytes]:
+    """The lines of a file the agent rewrites wholesale, byte for byte: the whole file as it is when
+    opened, or a segment of the version the index read (whose offsets they are). Rewritten since
+    (an atomic rename: the open file stays whole), the index catches up and the offsets are read
+    again."""
+    for attempt in range(REREAD_TRIES):
+        f = open_file(Path(tape.path))
+        st = stat_of(f)
+        same = (st.ino, st.size) == (tape.inode, tape.size)
+        if part.whole or same and not tape.problem.startswith(index.DAMAGED):
+            break
+        f.close()
+        if same or attempt == REREAD_TRIES - 1:
+            raise Rewritten(tape.path)
+        index.refresh(tape, wait=1.0)
+    with f:
+        begin = _offset(tape, part.start) if part.start is not None else 0
+        end = _offset(tape, part.stop) if part.stop is not None else st.size
+        require(f, end)
+        f.seek(begin)
+        left = max(0, end - begin)
+        while left > 0 and (block := f.read(min(CHUNK, left))):
+            left -= len(block)
+            yield block
 
 
 def _offset(tape: Tape, pos: int) -> int:

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, bub_next, paths, reader, yachiyo
+from tapeview.sources import TapeNotFound, araliya_spend, bub_next, paths, reader, yachiyo
 from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
 from tapeview.sources.raw_bytes import head
 
@@ -34,6 +34,8 @@ REREAD_TRIES = 3
 REREAD_PAUSE = 0.05
 AFTER_WRITE = 5.0  # seconds a writer waits for another indexer of its tape: its answer shows the write
 Progress = Callable[[int], None]
+# A rewritten file that reads as damaged (caught mid-write) keeps the index of its last good read.
+DAMAGED = "the file reads as damaged"
 
 
 def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) -> bool:
@@ -49,14 +51,14 @@ def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) ->
 def behind(tape: Tape) -> bool:
     """Whether the tape's file changed since the index last read it: the next refresh has work."""
     st = _stat(tape.path)
-    return st is not None and _identity(st) != _indexed_identity(tape)
+    return st is not None and not _unchanged(tape, st)
 
 
 def _refresh(tape: Tape, progress: Progress | None, *, wait: float) -> bool:
     st = _stat(tape.path)
     if st is None and tape.problem == "file missing":
         return False
-    if st is not None and tape.indexed_at and _identity(st) == _indexed_identity(tape):
+    if st is not None and tape.indexed_at and _unchanged(tape, st):
         return False
     lease = lease_of(tape)
     deadline = time.monotonic() + wait
@@ -95,7 +97,7 @@ def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
             tape.problem = "file missing"
             save(tape, lease)
         return False
-    if tape.indexed_at and _identity(st) == _indexed_identity(tape):
+    if tape.indexed_at and _unchanged(tape, st):
         return False
     try:
         if tape.append_only:
@@ -104,6 +106,8 @@ def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
             _reread(tape, st, lease, progress)
     except TapeNotFound:
         tape.problem = "file missing"
+    if tape.kind == "araliya":
+        _read_spend(tape)
     tape.indexed_at = timezone.now()
     save(tape, lease)
     return True
@@ -111,9 +115,35 @@ def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
 
 def _refusal(tape: Tape) -> str | None:
     """The path policy again at read time: the source root is the tape's path less its place in it."""
+    root = _root(tape)
+    return None if root is None else paths.refusal(root, Path(tape.path))
+
+
+def _root(tape: Tape) -> Path | None:
     if not tape.rel or not tape.path.endswith(tape.rel):
         return None
-    return paths.refusal(Path(tape.path[: -len(tape.rel)] or "."), Path(tape.path))
+    return Path(tape.path[: -len(tape.rel)] or ".")
+
+
+def _companion(tape: Tape) -> str:
+    """The identity of the file beside the tape that its figures also come from ("" where none)."""
+    root = _root(tape)
+    if tape.kind != "araliya" or root is None:
+        return ""
+    return araliya_spend.identity(root, Path(tape.path))
+
+
+def _read_spend(tape: Tape) -> None:
+    """An araliya session's token totals and cost, from its spend.json (araliya's transcript has none)."""
+    root = _root(tape)
+    tape.companion = _companion(tape)
+    spend = araliya_spend.read(root, Path(tape.path))[0] if root is not None else None
+    tape.tokens = spend.tokens if spend else None
+    tape.cost = spend.cost_usd if spend else None
+
+
+def _unchanged(tape: Tape, st: os.stat_result) -> bool:
+    return _identity(st) == _indexed_identity(tape) and _companion(tape) == tape.companion
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -176,7 +206,7 @@ def _reread(tape: Tape, st: os.stat_result, lease: str, progress: Progress | Non
         st = os.stat(tape.path)
     _set_identity(tape, st)
     if bad is not None and tape.entries and not tape.unreadable:
-        tape.problem = f"the file reads as damaged ({bad.problem}); showing the last good read"
+        tape.problem = f"{DAMAGED} ({bad.problem}); showing the last good read"
         return
     _reset(tape, lease)
     _index_lines(tape, _as_lines(entries), lease, progress)

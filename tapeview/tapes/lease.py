@@ -24,6 +24,7 @@ POLL = 0.05
 # set the label: discovery's (from the source) wins at its next sync.
 DISCOVERED = frozenset(
     {"id", "key", "host", "source", "kind", "rel", "path", "name", "role", "owner", "note", "append_only"}
+    | {"configured_model", "configured_window", "workdir"}  # what the agent's files beside it say
 )
 LEASE_FIELDS = frozenset({"indexer", "indexing_until"})
 

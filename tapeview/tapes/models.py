@@ -82,6 +82,16 @@ class Tape(models.Model):
     # known yet, or another agent); and the first line written in the other format (null: none).
     line_format = models.CharField(max_length=10, blank=True, default="")
     foreign_line = models.IntegerField(null=True)
+    # What the agent's own files beside the tape say of it (discovery keeps these): the model and
+    # context window its config names (nanobot's config.json), the folder it worked in (Bub's
+    # acp-sessions.json).
+    configured_model = models.CharField(max_length=200, blank=True, default="")
+    configured_window = models.BigIntegerField(null=True)
+    workdir = models.CharField(max_length=1000, blank=True, default="")
+    # The cost the agent reported for the session in USD (araliya's spend.json; null: none), and the
+    # identity of the file it came from: a change there reads the tape again (tapes.index).
+    cost = models.FloatField(null=True)
+    companion = models.CharField(max_length=100, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -109,6 +119,12 @@ class Tape(models.Model):
     @property
     def pending_bytes(self) -> int:
         return max(0, self.size - self.indexed_offset)
+
+    @property
+    def unfinished_last_line(self) -> bool:
+        """Bytes after the last complete line of an append-only tape: a line being written, or cut
+        by a crash. It is no entry (and not counted as unreadable); the timeline shows it last."""
+        return self.append_only and self.pending_bytes > 0
 
     @property
     def since_after(self) -> int | None:

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 BUDGET_KEYS = {
     "tokens_since_anchor",
     "window",
+    "window_source",
     "ratio",
     "source",
     "suggested_handoff_pos",
@@ -161,16 +162,44 @@ def test_a_handoff_starts_the_count_again(reader, served) -> None:
     assert (body["source"], body["tokens_since_anchor"], body["anchor_pos"]) == ("estimated", 0, len(lines))
 
 
-def test_nanobot_reports_its_last_turn_usage_and_names_no_model(reader, families) -> None:  # noqa: F811
+def test_nanobot_reports_its_last_turn_usage_against_the_window_its_config_sets(
+    reader,
+    viewer_client,
+    families,  # noqa: F811
+) -> None:
     path = next(
         (families["nanobot"] / "current/sessions").rglob("ZGlzY29yZDoxMTg3NjU0MzIxMDk4NzY1NDMy.jsonl")
     )
     metadata = json.loads(path.read_text().splitlines()[0])
+    config = json.loads((families["nanobot"] / "current/config.json").read_text())["agents"]["defaults"]
+    assert (config["model"], config["contextWindowTokens"]) == ("anthropic/claude-sonnet-4-5", 200_000)
     tape = Tape.objects.get(source="nb", name=path.stem)
     body = reader.get(f"/api/tapes/{tape.key}/budget").json()
-    assert body["tokens_since_anchor"] == metadata["metadata"]["_last_usage"]["input_tokens"]
-    assert (body["source"], body["window"], body["ratio"], body["model"]) == ("reported", None, None, None)
+    used = metadata["metadata"]["_last_usage"]["input_tokens"]
+    assert body["tokens_since_anchor"] == used
+    assert (body["source"], body["window"], body["window_source"]) == ("reported", 200_000, "config")
+    assert (body["model"], body["ratio"]) == ("anthropic/claude-sonnet-4-5", used / 200_000)
     assert body["suggested_handoff_pos"] is None  # nanobot takes no handoff
+    page = viewer_client.get(f"/tapes/{tape.key}/").content.decode()
+    gauge = page.split('id="budget"')[1].split("</section>")[0]
+    assert "of 200,000 tokens" in gauge and "window unknown" not in gauge
+    assert "anthropic/claude-sonnet-4-5" in gauge and "the window the agent's config sets" in gauge
+
+
+def test_a_nanobot_config_edited_later_moves_the_window(reader, families) -> None:  # noqa: F811
+    config_path = families["nanobot"] / "current/config.json"
+    config = json.loads(config_path.read_text())
+    config["agents"]["defaults"].pop("contextWindowTokens")
+    config["agents"]["defaults"]["context_window_tokens"] = 64_000  # as nanobot also takes it
+    config_path.chmod(0o644)
+    config_path.write_text(json.dumps(config))
+    discovery.sync()
+    tape = Tape.objects.filter(source="nb", role="tape").first()
+    assert reader.get(f"/api/tapes/{tape.key}/budget").json()["window"] == 64_000
+    config_path.write_text("{ half a config")
+    discovery.sync()
+    body = reader.get(f"/api/tapes/{tape.key}/budget").json()
+    assert (body["window"], body["window_source"], body["model"]) == (None, None, None)
 
 
 def test_yachiyo_and_araliya_are_estimated_against_an_unknown_window(reader, families) -> None:  # noqa: F811

@@ -3,6 +3,7 @@ Markdown transcript, from the timeline's links and from the API."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from datetime import UTC, datetime
@@ -12,10 +13,10 @@ import pytest
 from django.utils.html import escape
 
 from tapeview.demodata.bub import write_bub_demo
-from tapeview.tapes import discovery
-from tapeview.tapes.models import Tape
+from tapeview.tapes import discovery, export
+from tapeview.tapes.models import Anchor, Tape
 
-from .operator_sources import serve, tape
+from .operator_sources import NANOBOT_SESSIONS, serve, tape
 
 pytestmark = pytest.mark.django_db
 
@@ -118,19 +119,75 @@ def test_a_markdown_segment_says_which_entries_it_holds(viewer_client, sources) 
     assert shown[0] == 32 and min(shown) >= 32 and max(shown) <= 44
 
 
-def test_a_nanobot_session_exports_one_json_line_per_record(viewer_client, reader, sources) -> None:
+def nanobot_session(sources: dict[str, Path]) -> Path:
+    return sources["nanobot"] / NANOBOT_SESSIONS / "ZGlzY29yZDoxMTg3NjU0MzIxMDk4NzY1NDMy.jsonl"
+
+
+def test_a_nanobot_session_exports_its_file_byte_for_byte(viewer_client, reader, sources) -> None:
     t = tape("discord:1187654321098765432", "nb")
-    path = (
-        sources["nanobot"]
-        / "current/sessions/b8ca9e09c12a8b370fe81503daa78f45/ZGlzY29yZDoxMTg3NjU0MzIxMDk4NzY1NDMy.jsonl"
-    )
-    exported = body(viewer_client.get(f"/tapes/{t.key}/export.jsonl")).decode().splitlines()
-    records = [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
-    assert [json.loads(line) for line in exported] == records
-    assert body(reader.get(f"/api/tapes/{t.key}/export")).decode().splitlines() == exported
+    path = nanobot_session(sources)
+    # As nanobot writes it (json.dumps: ", " and ": ", non-ASCII escaped): re-serialising would differ.
+    assert b'", "' in path.read_bytes()
+    r = viewer_client.get(f"/tapes/{t.key}/export.jsonl")
+    assert r["Content-Type"] == "application/x-ndjson; charset=utf-8"
+    assert body(r) == path.read_bytes()
+    assert body(reader.get(f"/api/tapes/{t.key}/export")) == path.read_bytes()
     md = body(viewer_client.get(f"/tapes/{t.key}/export.md")).decode()
     assert "### user — " in md and "**write_file** (toolu_6fbssy8p5fqnsbtylji484ep)" in md
     assert "Successfully wrote 273 character" in md
+
+
+def test_every_line_of_a_nanobot_session_is_exported_as_written(viewer_client, sources) -> None:
+    """Lines nanobot's reader skips (a blank line, a cut last line) are the file's too."""
+    t = tape("discord:1187654321098765432", "nb")
+    path = nanobot_session(sources)
+    path.chmod(0o644)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    damaged = b"\n".join([*lines[:3], b"", b"{not json", *lines[3:]]) + b'{"role": "user", "content": "cut'
+    path.write_bytes(damaged)
+    assert body(viewer_client.get(f"/tapes/{t.key}/export.jsonl")) == damaged
+
+
+def test_a_nanobot_segment_is_its_lines_from_the_anchor_on(viewer_client, sources) -> None:
+    t = tape("discord:1187654321098765432", "nb")
+    anchor = Anchor.objects.filter(tape=t).order_by("pos").first()
+    assert anchor is not None
+    lines = lines_of(nanobot_session(sources))
+    exported = body(viewer_client.get(f"/tapes/{t.key}/export.jsonl", {"from": anchor.pos}))
+    assert exported == b"".join(lines[anchor.pos - 1 :])
+
+
+def test_a_nanobot_session_rewritten_since_it_was_indexed_exports_the_new_file(sources) -> None:
+    """nanobot rewrites a session whole (temp file + rename): the segment's offsets are those of the
+    version exported, read again once the index has caught up."""
+    t = tape("discord:1187654321098765432", "nb")
+    anchor = Anchor.objects.filter(tape=t).order_by("pos").first()
+    path = nanobot_session(sources)
+    lines = lines_of(path)
+    grown = lines[0][:-2] + b', "note": "a longer metadata line now"}\n'
+    temp = path.with_name(".rewrite.tmp")
+    temp.write_bytes(b"".join([grown, *lines[1:]]))
+    temp.replace(path)
+    found = export.export(t, "jsonl", anchor.pos)  # the row as it was before the rewrite
+    assert b"".join(found.chunks) == b"".join(lines[anchor.pos - 1 :])
+
+
+def test_a_nanobot_segment_of_a_file_caught_mid_rewrite_is_a_503_not_wrong_bytes(
+    viewer_client, reader, sources
+) -> None:
+    t = tape("discord:1187654321098765432", "nb")
+    anchor = Anchor.objects.filter(tape=t).order_by("pos").first()
+    path = nanobot_session(sources)
+    path.chmod(0o644)
+    path.write_bytes(b'{"_type": "metadata", "key": "x"}\n' + path.read_bytes()[:-30])  # a torn write
+    for response in (
+        viewer_client.get(f"/tapes/{t.key}/export.jsonl", {"from": anchor.pos}),
+        reader.get(f"/api/tapes/{t.key}/export", format="jsonl", **{"from": anchor.pos}),
+    ):
+        assert response.status_code == 503 and not response.streaming
+        assert response["Retry-After"] == "2"
+        assert "the agent is rewriting this session's file" in html.unescape(response.content.decode())
 
 
 def test_a_yachiyo_session_exports_its_entries(viewer_client, sources) -> None:

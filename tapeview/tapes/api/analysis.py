@@ -73,6 +73,10 @@ class LinkPageOut(Schema):
 class BudgetOut(Schema):
     tokens_since_anchor: int | None
     window: int | None = Field(description="the model's context window; null: unknown")
+    window_source: Literal["config", "model"] | None = Field(
+        description="config: the window the agent's own config sets (nanobot's contextWindowTokens); "
+        "model: the known window of the model (or TAPEVIEW_MODEL_WINDOWS); null: unknown"
+    )
     ratio: float | None = Field(description="tokens_since_anchor / window; null when the window is unknown")
     source: Literal["reported", "estimated"]
     suggested_handoff_pos: int | None = Field(
@@ -165,6 +169,7 @@ def get_budget(request: HttpRequest, tape_id: str) -> dict:
     return {
         "tokens_since_anchor": b.tokens_since_anchor,
         "window": b.window,
+        "window_source": b.window_source or None,
         "ratio": b.ratio,
         "source": b.source,
         "suggested_handoff_pos": b.suggested_handoff_pos,

@@ -58,8 +58,16 @@ class TapeOut(Schema):
     role: str
     label: str
     name: str = Field(description="its name in its source, shown under the label (Bub: the file name)")
+    workdir: str = Field(
+        description="the folder the session worked in, as the agent recorded it (Bub's acp-sessions.json); "
+        '"" when unknown'
+    )
     entries: int
     unreadable: int
+    unfinished_last_line: bool = Field(
+        description="the file ends in a line without its newline: being written, or cut by a crash. It is "
+        "neither an entry nor unreadable; the timeline shows it last"
+    )
     anchors: int
     last_anchor: str
     first_at: datetime | None
@@ -71,6 +79,13 @@ class TapeOut(Schema):
     )
     errors: int = Field(
         description="failed tool calls, runs and steps: GET .../entries?errors=true lists them"
+    )
+    cost: float | None = Field(
+        description="the session's cost in USD as the agent reported it (araliya's spend.json, priced at its "
+        "own rates); null: none reported"
+    )
+    cost_source: Literal["reported"] | None = Field(
+        description="reported: the agent's own figure, not worked out by Tapeview; null with no cost"
     )
 
 
@@ -167,8 +182,10 @@ def _tape_out(tape: Tape) -> dict:
         "anchors",
         "last_anchor",
     )
-    more = ("first_at", "last_at", "tokens", "errors")
-    return {"id": tape.key, "size_bytes": tape.size, **{f: getattr(tape, f) for f in (*fields, *more)}}
+    more = ("first_at", "last_at", "tokens", "errors", "cost", "workdir", "unfinished_last_line")
+    values = {f: getattr(tape, f) for f in (*fields, *more)}
+    cost_source = "reported" if tape.cost is not None else None
+    return {"id": tape.key, "size_bytes": tape.size, "cost_source": cost_source, **values}
 
 
 @router.get("/sources", response=responses({200: SourcePageOut}, 400))

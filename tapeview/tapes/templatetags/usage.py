@@ -13,7 +13,11 @@ register = template.Library()
 
 @register.filter
 def usage_note(tape: Any) -> str:
-    return usage.tape_note(getattr(tape, "kind", ""))
+    return usage.tape_note(getattr(tape, "kind", ""), _totals(tape))
+
+
+def _totals(tape: Any) -> bool:
+    return getattr(tape, "tokens", None) is not None
 
 
 @register.filter
@@ -28,6 +32,17 @@ def tokens_column_note() -> str:
 
 
 @register.filter
+def session_totals(tape: Any) -> bool:
+    """Whether the tape's tokens are the session totals its family keeps beside it (araliya)."""
+    return _totals(tape) and getattr(tape, "kind", "") in usage.SESSION_TOTALS
+
+
+@register.filter
 def tokens_unrecorded(tape: Any) -> str:
     """ "not recorded by <family>" for a family that records no token usage, else ""."""
-    return usage.unrecorded(getattr(tape, "kind", ""))
+    return usage.unrecorded(getattr(tape, "kind", ""), _totals(tape))
+
+
+@register.filter
+def usd(cost: float | None) -> str:
+    return "–" if cost is None else usage.cost_text(cost)
