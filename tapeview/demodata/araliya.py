@@ -8,6 +8,10 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+SYSTEM_TOKENS = 180  # the agent's instructions, sent with every turn
+CONTEXT = 20  # session_chat.rs: the transcript entries a turn sends
+RATES = (0.40, 1.60)  # USD per million input and output tokens
+
 WORKING_MEMORY = """# Working memory
 
 - user: Ravi (prefers short answers, code over prose)
@@ -67,6 +71,16 @@ def _pretty(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2)
 
 
+def _spend(spent: list[int], cost: float, stamp: str) -> dict:
+    return {
+        "total_input_tokens": spent[0],
+        "total_output_tokens": spent[1],
+        "total_cached_tokens": 0,
+        "total_cost_usd": cost,
+        "last_updated": stamp,
+    }
+
+
 def _entry(role: str, stamp: str, content: str) -> str:
     """One entry as transcript_append writes it: header, blank line, content, blank line."""
     return f"### {role} \u2014 {stamp}\n\n{content.strip()}\n\n"
@@ -92,11 +106,14 @@ def write(root: Path, now: datetime) -> list[Path]:
         infos[sid] = {"session_id": sid, "created_at": _ts(created), "store_types": ["basic_session"],
                       "last_agent": agent}  # fmt: skip
         clock, transcript = created + timedelta(seconds=rng.randint(2, 20)), []
+        spent = [0, 0]  # input, output tokens: about four characters a token
         for minutes, question, seconds, answer in turns:
             clock += timedelta(minutes=minutes, seconds=rng.randint(0, 59))
             transcript.append(_entry("user", _ts(clock), question))
+            spent[0] += SYSTEM_TOKENS + len("".join(transcript[-CONTEXT:])) // 4
             clock += timedelta(seconds=seconds)
             transcript.append(_entry("assistant", _ts(clock), answer))
+            spent[1] += len(answer) // 4
         # The bot files what it learnt while the chat ran: keys get stamps spread over the session.
         span = max((clock - created).total_seconds(), 1)
         stamps = sorted(created + timedelta(seconds=rng.uniform(0, span)) for _ in kv)
@@ -104,6 +121,9 @@ def write(root: Path, now: datetime) -> list[Path]:
         folder = memory / "sessions" / sid
         save(folder / "kv.json", _pretty({"cap": 200, "entries": entries}))
         save(folder / "transcript.md", "".join(transcript))
+        # What araliya's accumulate_spend keeps (crates/araliya-memory), priced at gpt-4.1-mini's rates.
+        cost = (spent[0] * RATES[0] + spent[1] * RATES[1]) / 1_000_000
+        save(folder / "spend.json", _pretty(_spend(spent, cost, _ts(clock))))
     # sessions.json is a Rust HashMap: its key order changes on every rewrite.
     order = sorted(infos)
     rng.shuffle(order)
