@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-import orjson
-
+from . import python_json
 from .bub_lines import parse_line
 from .bub_next_lines import FORMAT as NEXT_FORMAT
 from .bub_next_lines import ends_turn
@@ -146,7 +145,7 @@ def _newline_before(f: BinaryIO, pos: int) -> int:
 
 
 def _time_field(raw: bytes) -> str:
-    obj = orjson.loads(raw)
+    obj = python_json.loads(raw)  # a readable line, perhaps with Bub's NaN or a lone surrogate
     return "date" if "date" in obj else "timestamp" if "timestamp" in obj else ""
 
 
