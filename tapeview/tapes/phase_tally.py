@@ -8,7 +8,7 @@ tape for them.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -225,10 +225,12 @@ def says_overflow(payload: Any) -> bool:
 
 
 def lead_to_dict(phase: Anchor | AnchorRow) -> dict:
+    """The span before the first anchor as the Tape keeps it: its dates in UTC, as the database keeps
+    an anchor's (the compiled lane's dates are UTC, the Python lane's keep the line's offset)."""
     data: dict[str, Any] = {"start_pos": phase.pos}
     for name in STATS:
         value = getattr(phase, name)
-        data[name] = value.isoformat() if isinstance(value, datetime) else value
+        data[name] = value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
     return data
 
 
@@ -241,5 +243,5 @@ def _filled(phase: Any, data: dict) -> Any:
     for name in STATS:
         if name in data and data[name] is not None:
             value = data[name]
-            setattr(phase, name, datetime.fromisoformat(value) if name in DATES else value)
+            setattr(phase, name, datetime.fromisoformat(value).astimezone(UTC) if name in DATES else value)
     return phase

@@ -90,3 +90,32 @@ def test_each_chunk_names_only_the_kinds_and_names_of_its_entries_either_way(
     compiled = words("compiled")
     monkeypatch.setattr(blocklane, "native", None)
     assert words("python") == compiled
+
+
+def test_the_span_before_the_first_anchor_is_dated_in_utc_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader
+) -> None:
+    # No leading anchor, and a later line with an earlier date given with an offset: the compiled
+    # lane's dates are UTC, the Python lane's kept the line's offset.
+    root = tmp_path / "bub"
+    root.mkdir()
+    (root / "a1b2c3d4e5f60718__0123456789abcdef.jsonl").write_bytes(
+        b'{"id": 1, "kind": "message", "payload": {"role": "user", "content": "hi"}, "meta": {},'
+        b' "date": "2026-11-01T10:00:00+00:00"}\n'
+        b'{"id": 2, "kind": "system", "payload": {"content": "s"}, "meta": {}, "date": "2026-11-01T11:00:00+02:00"}\n'
+    )
+
+    def phase_zero(label: str) -> tuple[dict, dict]:
+        index = indexed(label, root)["a1b2c3d4e5f60718__0123456789abcdef.jsonl"]
+        tape = Tape.objects.get(source=label)
+        return index[0]["lead_phase"], reader.get(f"/api/tapes/{tape.key}/phases").json()["items"][0]
+
+    compiled = phase_zero("compiled")
+    monkeypatch.setattr(blocklane, "native", None)
+    assert phase_zero("python") == compiled
+    lead, shown = compiled
+    assert (lead["started_at"], lead["ended_at"]) == (
+        "2026-11-01T09:00:00+00:00",
+        "2026-11-01T10:00:00+00:00",
+    )
+    assert (shown["started_at"], shown["ended_at"]) == ("2026-11-01T09:00:00Z", "2026-11-01T10:00:00Z")
