@@ -11,7 +11,7 @@ from types import ModuleType
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from tapeview.sources import SourceSpec, paths
+from tapeview.sources import Refusal, SourceSpec, paths
 from tapeview.tapes import filecopy
 from tapeview.tapes import rows as index_rows
 from tapeview.tapes.discovery import configured_sources, follow_relabels, this_host
@@ -187,3 +187,21 @@ def _stat(path: Path) -> tuple[int, datetime | None]:
 
 def sources_indexed(sender: object, specs: list[SourceSpec], **kwargs: object) -> None:
     sync_stores(specs)
+
+
+def unread_files(sender: object, **kwargs: object) -> dict[str, list[Refusal]]:
+    """Per configured source, the memory files found that are not read, and why: a link out of the
+    source (sync_stores leaves its store out), or a file this process may not read."""
+    found: dict[str, list[Refusal]] = {}
+    for spec in configured_sources():
+        if spec.kind not in DISCOVERERS or not spec.path.is_dir():
+            continue
+        roots, admitted = _roots(spec), []
+        for ref in DISCOVERERS[spec.kind].discover(spec.path):
+            refused = [paths.refusal(root, ref.path) for root in roots]
+            if None in refused:
+                admitted.append(ref.path)
+            else:
+                found.setdefault(spec.label, []).append(Refusal(ref.path, refused[0]))
+        found.setdefault(spec.label, []).extend(paths.unreadable(admitted))
+    return found

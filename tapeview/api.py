@@ -16,11 +16,11 @@ from memory_admin.api import router as memory_router
 from memory_admin.stores.model import StoreError
 from tapeview.accounts.auth import SessionAuth, TokenAuth, docs_access
 from tapeview.accounts.throttle import Throttled
-from tapeview.errors import not_here_yet
+from tapeview.errors import cannot_read, not_here_yet
 from tapeview.outbox import handlers as outbox_handlers
 from tapeview.outbox.api import router as outbox_router
 from tapeview.reviews.api import router as reviews_router
-from tapeview.sources import AgentStopped, TapeBusy, TapeNotFound, WriteFailed
+from tapeview.sources import AgentStopped, FileChanging, FileUnreadable, TapeBusy, TapeNotFound, WriteFailed
 from tapeview.tapes.api import entries, handoffs, tapes
 from tapeview.tapes.api.cursor import BadCursor
 from tapeview.tapes.api.schemas import busy_detail
@@ -112,6 +112,12 @@ def tape_gone(request: HttpRequest, exc: TapeNotFound) -> HttpResponse:
     if retry_after is not None:
         return not_here_yet(request, exc.detail, retry_after)
     return _error(request, 404, exc.detail)
+
+
+@api.exception_handler(FileUnreadable)
+@api.exception_handler(FileChanging)
+def unreadable_file(request: HttpRequest, exc: FileUnreadable | FileChanging) -> HttpResponse:
+    return cannot_read(request, exc)
 
 
 @api.exception_handler(AnchorNotFound)

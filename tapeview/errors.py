@@ -29,7 +29,7 @@ from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.views import csrf, defaults
 
-from tapeview.sources import TapeNotFound, WriteFailed
+from tapeview.sources import FileChanging, FileUnreadable, TapeNotFound, WriteFailed
 
 RETRY_AFTER_DOWN = 5  # seconds: a database restart is usually over by then
 
@@ -155,7 +155,8 @@ class WriteFailedMiddleware:
 class FileGoneMiddleware:
     """A file gone between a page's lookup and its read (deleted, reset; another host's, with no
     copy here) is a 404 that says so, on every page, instead of a 500. Bytes that are on their way
-    (another host's, not copied here yet: the exception's `retry_after`) are a 503 with a retry hint."""
+    (another host's, not copied here yet: the exception's `retry_after`) are a 503 with a retry hint,
+    and so is a file caught mid-rewrite; a file this process may not read is a 503 that names it."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -164,6 +165,8 @@ class FileGoneMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, FileUnreadable | FileChanging):
+            return cannot_read(request, exception)
         if not isinstance(exception, TapeNotFound):
             return None
         retry_after = getattr(exception, "retry_after", None)
@@ -181,6 +184,19 @@ def not_here_yet(request: HttpRequest, detail: str, retry_after: int) -> HttpRes
     else:
         response = render(request, "not_here_yet.html", {"detail": detail}, status=503)
     response["Retry-After"] = str(retry_after)
+    return response
+
+
+def cannot_read(request: HttpRequest, exception: FileUnreadable | FileChanging) -> HttpResponse:
+    """503: a source file this process may not read (named; the operator fixes its mode), or one
+    its agent was rewriting at every look (with Retry-After)."""
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"detail": exception.detail}, status=503)
+    else:
+        ctx = {"detail": exception.detail, "changing": isinstance(exception, FileChanging)}
+        response = render(request, "cannot_read.html", ctx, status=503)
+    if isinstance(exception, FileChanging):
+        response["Retry-After"] = str(exception.retry_after)
     return response
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +14,8 @@ from typing import Any, Literal
 # stays bounded whatever an agent wrote.
 SCAN_PARSE_LIMIT = 4 * 1024 * 1024
 DISPLAY_PREVIEW_BYTES = 64 * 1024  # the head of such a line that is shown
+
+UNREADABLE = "cannot be read: permission denied"
 
 # What a row an agent wrote in the user's place is (`Entry.aside`): never a turn of the user's
 # (nanobot's is_hidden_history_message, formats/nanobot.md §2.3).
@@ -23,6 +27,29 @@ class TapeNotFound(LookupError):
     """The tape file is gone (deleted, reset or never there)."""
 
     detail = "this tape's file is gone"  # what a user is told
+
+
+class FileUnreadable(PermissionError):
+    """A source file this process may not read (its mode, its owner): nothing of it can be shown."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(errno.EACCES, "permission denied", str(path))
+        self.detail = f"{_name(path)} {UNREADABLE}"  # what a user is told
+
+
+class FileChanging(OSError):
+    """A file rewritten in place (truncated, then written) changed at every read: no whole version
+    was caught. Reading it again in a moment gives the writer's."""
+
+    retry_after = 1
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(errno.EAGAIN, "changed while it was read", str(path))
+        self.detail = f"{_name(path)} changed while it was read (its agent is rewriting it): try again"
+
+
+def _name(path: str | Path) -> str:
+    return os.fsencode(Path(path).name).decode("utf-8", "backslashreplace")  # as paths.shown_name
 
 
 class TapeBusy(Exception):

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model import TapeFile
+from .model import UNREADABLE, TapeFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +95,14 @@ def admit(root: Path, files: Iterable[TapeFile]) -> tuple[list[TapeFile], list[R
         else:
             refused.append(Refusal(f.path, why))
     return kept, refused
+
+
+def unreadable(paths: Iterable[Path]) -> list[Refusal]:
+    """The files of these that this process may not read (their mode or owner), which the path
+    policy admits: a page of one says so, and so does the Sources page."""
+    return [
+        Refusal(path, UNREADABLE) for path in paths if not os.access(path, os.R_OK) and os.path.lexists(path)
+    ]
 
 
 def check(root: Path, path: Path) -> None:

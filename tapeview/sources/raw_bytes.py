@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from .model import TapeNotFound
+from .model import FileUnreadable, TapeNotFound
 
 HEAD = 4096  # bytes of a first line that identify a file's generation (`head`)
 
@@ -51,9 +51,15 @@ def use(files: Files | None) -> None:
 
 
 def open_bytes(path: Path) -> BinaryIO:
-    """The file opened for reading bytes, wherever files come from now; FileNotFoundError if gone."""
+    """The file opened for reading bytes, wherever files come from now; FileNotFoundError if gone,
+    FileUnreadable if this process may not read it."""
     files = _files.get()
-    return open(path, "rb") if files is None else files.open(Path(path))  # noqa: SIM115 - callers close it
+    if files is not None:
+        return files.open(Path(path))
+    try:
+        return open(path, "rb")  # noqa: SIM115 - callers close it
+    except PermissionError as exc:
+        raise FileUnreadable(path) from exc
 
 
 def open_file(path: Path) -> BinaryIO:

@@ -9,12 +9,13 @@ from datetime import datetime
 from django.db.models import Case, Count, F, Max, Q, Sum, When
 from django.utils import timezone
 
-from tapeview.sources import Refusal, SourceSpec, undetected, unread_folders
+from tapeview.sources import Refusal, SourceSpec, paths, undetected, unread_folders
+from tapeview.sources.model import UNREADABLE
 from tapeview.sources.roots import RootLink
 
 from .discovery import configured_sources, source_files, sync_if_stale, this_host, watcher
 from .models import Indexer, SourceSize, Tape
-from .signals import search_lag
+from .signals import files_unread, search_lag
 
 
 @dataclass
@@ -109,11 +110,21 @@ def search_behind() -> dict[str, int]:
     return behind
 
 
+def others_unread() -> dict[str, list[Refusal]]:
+    """Per source, the files the other apps read (memory files) and do not, as they say."""
+    found: dict[str, list[Refusal]] = {}
+    for _, answer in files_unread.send(sender=SourceHealth):
+        for source, refused in answer.items():
+            found.setdefault(source, []).extend(refused)
+    return found
+
+
 def source_health() -> list[SourceHealth]:
     """Each configured source as it is now (tapes found since the last look are counted)."""
     sync_if_stale()
     figures = progress()
     behind = search_behind()
+    unread_elsewhere = others_unread()
     out = []
     for spec in configured_sources():
         found = spec.path.exists()
@@ -136,9 +147,12 @@ def source_health() -> list[SourceHealth]:
         elif not health.tapes:
             health.problems.append(f"no {spec.kind} tapes found here")
         if found and health.readable:
-            health.problems += [str(r) for r in source_files(spec)[1]]
+            kept, refused = source_files(spec)
+            refused += paths.unreadable(f.path for f in kept)
+            health.problems += [str(r) for r in refused + unread_elsewhere.get(spec.label, [])]
             health.unread = unread_folders(spec)
-        troubled = here.filter(~Q(problem="") | Q(unreadable__gt=0))
+        # (A file this process may not read is named above, with the others it may not.)
+        troubled = here.filter(~Q(problem="") | Q(unreadable__gt=0)).exclude(problem=UNREADABLE)
         for tape in troubled.order_by("label")[:20]:
             what = tape.problem or f"{tape.unreadable} unreadable line(s)"
             health.problems.append(f"{tape.label}: {what}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -12,8 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from tapeview.sources import Entry as FileEntry
-from tapeview.sources import TapeNotFound, araliya_spend, bub_next, paths, reader, yachiyo
+from tapeview.sources import FileUnreadable, TapeNotFound, araliya_spend, bub_next, paths, reader, yachiyo
 from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
+from tapeview.sources.model import UNREADABLE
 from tapeview.sources.raw_bytes import head
 
 from . import blocklane, bulk, fastlane, nextlane, signals
@@ -36,6 +38,7 @@ AFTER_WRITE = 5.0  # seconds a writer waits for another indexer of its tape: its
 Progress = Callable[[int], None]
 # A rewritten file that reads as damaged (caught mid-write) keeps the index of its last good read.
 DAMAGED = "the file reads as damaged"
+log = logging.getLogger("tapeview.index")
 
 
 def refresh(tape: Tape, progress: Progress | None = None, *, wait: float = 0) -> bool:
@@ -106,6 +109,10 @@ def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
             _reread(tape, st, lease, progress)
     except TapeNotFound:
         tape.problem = "file missing"
+    except FileUnreadable as exc:
+        # What was indexed stays; the file is read again once it changes (its mode fixed or not).
+        log.warning("%s: %s", tape.path, exc.detail)
+        tape.problem = UNREADABLE
     if tape.kind == "araliya":
         _read_spend(tape)
     tape.indexed_at = timezone.now()

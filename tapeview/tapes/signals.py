@@ -36,3 +36,8 @@ indexer_idle = Signal()
 # Asked, not told: how many indexed entries are not searchable yet, per source. A listener answers
 # with a dict {source label: entries}; none listening (no search app) means none behind.
 search_lag = Signal()
+
+# Asked, not told: the files of a source that another app reads (memory files) and may not, and
+# why (a link out of the source, a mode this process may not read). A listener answers with a
+# dict {source label: [sources.Refusal]}; the Sources page and API list them as problems.
+files_unread = Signal()

@@ -57,3 +57,30 @@ def test_a_memory_file_swapped_for_a_link_out_after_it_was_found_is_not_read(
     assert answer.status_code == 404 and "outside the source" in answer.json()["detail"]
     assert "SECRETHASH" not in answer.content.decode()
     assert secret.read_text().startswith("root:")
+
+
+def test_memory_files_linked_out_of_their_source_are_named_on_the_sources_page(
+    viewer_client, reader, settings, tmp_path: Path
+) -> None:
+    nanobot, yachiyo = tmp_path / "nanobot", tmp_path / "yachiyo" / "data"
+    shutil.copytree(FIXTURES / "nanobot_memory" / "current", nanobot)
+    shutil.copytree(FIXTURES / "yachiyo_memory" / "data", yachiyo)
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$SECRETHASH:19000:0:99999:7:::\n")
+    for link in (
+        nanobot / "workspace" / "memory" / "MEMORY.md",
+        yachiyo / "long-term-memory" / "memory.json",
+    ):
+        link.unlink()
+        os.symlink(secret, link)
+    settings.TAPEVIEW_SOURCES = f"nb=nanobot:{nanobot},ya=yachiyo:{yachiyo}"
+    settings.TAPEVIEW_REFRESH_SECONDS = 0
+    catalog.sync_stores()
+
+    said = "a link to something outside the source: not read"
+    sources = {s["label"]: s for s in reader.get("/api/sources").json()["items"]}
+    assert f"MEMORY.md: {said}" in sources["nb"]["problems"] and not sources["nb"]["ok"]
+    assert f"memory.json: {said}" in sources["ya"]["problems"] and not sources["ya"]["ok"]
+    page = viewer_client.get("/sources/").content.decode()
+    assert f"MEMORY.md: {said}" in page and f"memory.json: {said}" in page
+    assert "SECRETHASH" not in page

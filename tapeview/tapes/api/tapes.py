@@ -12,7 +12,7 @@ from django.utils.http import content_disposition_header
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
-from tapeview.sources import TapeNotFound
+from tapeview.sources import FileUnreadable, TapeNotFound
 
 from .. import export, formats, handoff, health, listing, lookup
 from ..discovery import this_host
@@ -297,6 +297,8 @@ def _handoff_wait(tape: Tape) -> str:
         state = handoff.append_state(tape)
     except TapeNotFound:
         return ""
+    except FileUnreadable as exc:
+        return exc.detail
     return "" if state.status == "idle" else f"{state.status}: {state.reason}"
 
 
