@@ -6,12 +6,14 @@ import logging
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import BinaryIO
 
-from tapeview.sources.model import TapeNotFound, WriteFailed
+from tapeview.sources.model import FileChanging, TapeNotFound, WriteFailed
 from tapeview.sources.raw_bytes import open_bytes
 
 from . import locks
@@ -20,20 +22,57 @@ from .model import StaleEdit, version_of
 log = logging.getLogger(__name__)
 
 TEMP_SUFFIX = ".tapeview.tmp"
+READ_TRIES = 5
+SETTLE = 0.02  # seconds after a file's last change before a read of it is taken as whole
+# An empty file may be a rewrite's truncate whose write is still to come (a writer descheduled on a
+# busy host): it is taken as empty once it has stayed so this long after its last change.
+EMPTY_SETTLE = 1.0
 # Called with (path, new version) just before a write changes the file: see `announcing`.
 Announce = Callable[[Path, str], None]
 _announce: ContextVar[Announce | None] = ContextVar("announce", default=None)
 
 
 def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes (from its copy, for another host's store: sources.raw_bytes); None if none."""
-    try:
-        with open_bytes(path) as f:
-            return f.read()
-    except TapeNotFound:
-        raise  # another host's file with no copy here: unknown, not absent
-    except FileNotFoundError:
+    """The file's bytes (from its copy, for another host's store: sources.raw_bytes); None if none.
+
+    Agents rewrite these files in place (nanobot: truncate, then write), so a read may fall between
+    the two: a read is kept only when the file did not change across it, nor within SETTLE (an empty
+    one EMPTY_SETTLE) after its last change; else it is read again, and after READ_TRIES
+    FileChanging says so.
+    """
+    for _ in range(READ_TRIES):
+        try:
+            with open_bytes(path) as f:
+                seen = _identity(f)
+                data = f.read()
+                if seen is None or _settled(f, seen):
+                    return data
+        except TapeNotFound:
+            raise  # another host's file with no copy here: unknown, not absent
+        except FileNotFoundError:
+            return None
+    raise FileChanging(path)
+
+
+def _identity(f: BinaryIO) -> tuple[int, int, int] | None:
+    """What changes when a file is written: its inode, size and mtime (None: a copy, read whole)."""
+    if getattr(f, "file_stat", None) is not None:
         return None
+    st = os.fstat(f.fileno())
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _settled(f: BinaryIO, seen: tuple[int, int, int]) -> bool:
+    """Whether the file read is as it was before the read, and stays so until SETTLE has passed
+    since its last change (EMPTY_SETTLE for an empty file: a rewrite's truncate, its write to come)."""
+    window = EMPTY_SETTLE if seen[1] == 0 else SETTLE
+    young = min(window, window - (time.time_ns() - seen[2]) / 1e9)  # (a clock behind the file's: window)
+    deadline = time.monotonic() + young
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(left, SETTLE))
+        if _identity(f) != seen:
+            return False
+    return _identity(f) == seen
 
 
 @contextmanager
@@ -92,7 +131,7 @@ def replace_if_unchanged(path: Path, data: bytes, expected_version: str, *, mode
                 _after_rename(path, data, mode, replaced)
         except BaseException as exc:
             tmp.unlink(missing_ok=True)
-            if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
+            if isinstance(exc, OSError) and not isinstance(exc, WriteFailed | FileChanging):
                 raise _failed(path, exc) from exc
             raise
     _fsync_dir(path.parent)
