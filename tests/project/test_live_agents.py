@@ -72,7 +72,7 @@ WRITERS_AFTER = 20  # seconds the writers may go on after the agents stop, until
 def copy_sources(root: Path) -> dict[str, Path]:
     bub = root / "bub"
     shutil.copytree(FIXTURES / "bub" / "tapes_dir", bub)  # a real $BUB_HOME/tapes
-    # A second session whose tape holds a memory zone (the hand-written 0.5.1-format sample).
+    # Another session whose tape holds a memory zone (the hand-written 0.5.1-format sample).
     shutil.copy(FIXTURES / "bub" / "hand_memory_zone.jsonl", bub / f"{bub_tape_name('telegram:4242')}.jsonl")
     nanobot = root / "nanobot"
     shutil.copytree(FIXTURES / "nanobot" / "current", nanobot)  # data dir: config.json, sessions/
