@@ -98,20 +98,26 @@ def append(
     if tail.residue:
         # Close the crashed writer's line so ours is not glued onto it (§4 rule 6).
         buf = b"\n" + buf
+    append_unchanged(path, buf, tail.ino, tail.size, "the entries were prepared", MID_TURN_RETRY)
+    return entries
+
+
+def append_unchanged(path: Path, buf: bytes, ino: int, size: int, prepared: str, retry: float) -> None:
+    """`buf` in one write() at the end of `path`, only if it is still the file (inode and size) that
+    was read while `prepared`; TapeBusy otherwise."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # no O_CREAT: a reset may have just unlinked it
     except FileNotFoundError as exc:
         raise TapeNotFound(str(path)) from exc
     try:
         st = os.fstat(fd)
-        if st.st_ino != tail.ino:
-            raise TapeBusy("the tape was reset while the entries were prepared", 0.5)
-        if st.st_size != tail.size:
-            raise TapeBusy("the agent wrote to the tape while the entries were prepared", MID_TURN_RETRY)
-        _write_all(fd, buf, path, tail.size)
+        if st.st_ino != ino:
+            raise TapeBusy(f"the tape was reset while {prepared}", 0.5)
+        if st.st_size != size:
+            raise TapeBusy(f"the agent wrote to the tape while {prepared}", retry)
+        _write_all(fd, buf, path, size)
     finally:
         os.close(fd)
-    return entries
 
 
 def handoff(

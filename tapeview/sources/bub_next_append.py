@@ -11,7 +11,6 @@ is still and its last line ends an invocation.
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -20,10 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .bub_append import QUIET_SECONDS, STOPPED_SECONDS
-from .bub_append import _write_all as write_all  # one write(), taken back if it falls short
+from .bub_append import QUIET_SECONDS, STOPPED_SECONDS, append_unchanged
 from .bub_next_lines import ANCHOR_TYPE, ends_turn, parse_line
-from .model import AgentStopped, AppendState, TapeBusy, TapeMoved, TapeNotFound
+from .model import AgentStopped, AppendState, TapeBusy, TapeMoved
 from .raw_bytes import open_file, stat_of
 
 BLOCK = 1 << 20
@@ -149,19 +147,7 @@ def handoff(
     written = parse_line(line, tail.lines + 1, tail.size)
     if not written.is_anchor or written.name != name:  # a line Bub would refuse bricks the whole tape
         raise ValueError(f"the handoff would not read back as an anchor: {written.problem or written.name}")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # no O_CREAT: a reset may have just unlinked it
-    except FileNotFoundError as exc:
-        raise TapeNotFound(str(path)) from exc
-    try:
-        st = os.fstat(fd)
-        if st.st_ino != tail.ino:
-            raise TapeBusy("the tape was reset while the handoff was prepared", 0.5)
-        if st.st_size != tail.size:
-            raise TapeBusy("the agent wrote to the tape while the handoff was prepared", MID_TURN_RETRY)
-        write_all(fd, line, path, tail.size)
-    finally:
-        os.close(fd)
+    append_unchanged(path, line, tail.ino, tail.size, "the handoff was prepared", MID_TURN_RETRY)
     return [{"id": tail.lines + 1, "event_id": written.meta["event_id"], "payload": written.payload}]
 
 
