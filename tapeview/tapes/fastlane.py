@@ -264,9 +264,13 @@ def _model_and_usage(tape: Tape, phase, name: str, data: dict) -> None:
     usage = data.get("usage") if name == "run" else None
     if not reports_usage(usage):
         return
-    tokens, prompt = _int(usage.get("total_tokens")), _int(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")
     cached = _int(details.get("cached_tokens")) if type(details) is dict else 0
+    add_usage(tape, phase, _int(usage.get("total_tokens")), _int(usage.get("prompt_tokens")), cached)
+
+
+def add_usage(tape: Tape, phase, tokens: int, prompt: int, cached: int) -> None:
+    """One model call's tokens, added to the tape's and its phase's figures."""
     tape.tokens = (tape.tokens or 0) + tokens
     if prompt:
         tape.last_prompt_tokens, tape.last_cached_tokens = prompt, cached

@@ -214,10 +214,4 @@ def _model_and_usage(tape, phase, name: str, payload: dict) -> None:
     tokens = count(usage.get("total_tokens")) or prompt + count(usage.get("completion_tokens"))
     details = usage.get("prompt_tokens_details")
     cached = count(details.get("cached_tokens")) if type(details) is dict else 0
-    tape.tokens = (tape.tokens or 0) + tokens
-    if prompt:
-        tape.last_prompt_tokens, tape.last_cached_tokens = prompt, cached
-    tape.context_tokens = prompt  # the prompt of the latest call since the last anchor
-    phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
-    phase.completion_tokens = (phase.completion_tokens or 0) + max(0, tokens - prompt)
-    phase.cached_tokens = (phase.cached_tokens or 0) + cached
+    fastlane.add_usage(tape, phase, tokens, prompt, cached)
