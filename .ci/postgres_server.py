@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,10 @@ def server() -> Iterator[tuple[Path, str]]:
 
 def main(argv: list[str]) -> int:
     command = argv[argv.index("--") + 1 :] if "--" in argv else argv
+    # `make test` starts this pass in the background, where the shell hands over SIGINT ignored and
+    # every child would inherit that (a test that stops `tapeview show --follow` with Ctrl-C would
+    # wait forever): a Python handler is reset to the default in each child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with server() as (sock, port):
         env = dict(os.environ, TAPEVIEW_DATABASE_URL=f"postgres://postgres@/tapeview?host={sock}&port={port}")
         return subprocess.run(command, env=env).returncode
