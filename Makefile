@@ -43,17 +43,8 @@ run: setup
 system:
 	.ci/system-packages
 
-## test: set up and run every test, on SQLite (with the browser tests) and on a real PostgreSQL side by side;
-## the PostgreSQL pass's output is kept in test-artifacts/postgres.log and printed after the SQLite pass's
-test: setup system
-	$(BIN)/ruff check .
-	@mkdir -p test-artifacts
-	@$(PG_PASS) > test-artifacts/postgres.log 2>&1 & pg=$$!; trap 'kill $$pg 2>/dev/null' INT TERM; \
-	$(BIN)/python -m pytest; sqlite=$$?; \
-	wait $$pg; postgres=$$?; \
-	echo "SQLite pass: exit $$sqlite; PostgreSQL pass: exit $$postgres (its output follows)"; \
-	cat test-artifacts/postgres.log; \
-	[ $$sqlite -eq 0 ] && [ $$postgres -eq 0 ]
+## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL
+test: test-sqlite test-postgres
 
 test-sqlite: setup system
 	$(BIN)/ruff check .
