@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from tapeview.outage import unreachable
+
 # How axes_client names the attempts whose refusal is logged as a request of its own.
 ANSWERED = ("an API token", "a sign-in link")
 
@@ -14,6 +16,12 @@ class OneLineClientErrors(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         status = getattr(record, "status_code", None)
+        if status == 503 and record.exc_info and unreachable(record.exc_info[1]):
+            # The database out of reach (tapeview.errors answers 503): one line a request, no traceback.
+            record.msg = f"{record.msg} (the database cannot be reached: %s)"
+            record.args = (*(record.args or ()), " ".join(str(record.exc_info[1]).split())[:200])
+            record.exc_info = record.exc_text = None
+            return True
         if not (isinstance(status, int) and 400 <= status < 500):
             return True
         record.exc_info = None

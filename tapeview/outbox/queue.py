@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
+from tapeview import outage
 from tapeview.accounts import audit
 from tapeview.accounts.audit import Actor
 
@@ -28,6 +29,8 @@ CHANNEL = "tapeview_outbox"
 POLL = 0.1  # seconds between looks at a request the web side waits for
 # A host's outbox loop beats every few seconds; quieter than this, the host counts as unseen.
 UNSEEN_AFTER = timedelta(minutes=1)
+# How long a claimed write may wait for a busy tape to be idle before its 409 is the answer.
+BUSY_RETRY = timedelta(seconds=30)
 
 
 def elsewhere(host: str) -> bool:
@@ -107,8 +110,16 @@ def claim(host: str | None = None) -> Request | None:
 
 
 def carry_out(queued: Request) -> Request:
-    """Run a claimed request's handler, in its actor's name, and keep what it answered."""
-    result = handlers.run(queued.action, queued.params, actor_of(queued))
+    """Run a claimed request's handler, in its actor's name, and keep what it answered.
+
+    A write the tape's agent (or this queue's own write just before) kept busy is tried again after
+    its Retry-After, while that falls within BUSY_RETRY of the claim; then its 409 is the answer."""
+    actor = actor_of(queued)
+    result = handlers.run(queued.action, queued.params, actor)
+    until = time.monotonic() + BUSY_RETRY.total_seconds()
+    while (pause := _busy_for(result)) is not None and time.monotonic() + pause <= until:
+        time.sleep(pause)
+        result = handlers.run(queued.action, queued.params, actor)
     _finish(queued, result)
     queued.refresh_from_db()
     return queued
@@ -157,18 +168,7 @@ def unseen(host: str) -> str:
         return f"host {host} has never been seen: the request is queued"
     if not courier.stopped and timezone.now() - courier.beat_at <= UNSEEN_AFTER:
         return ""
-    return f"host {host} has not been seen for {_ago(courier.beat_at)}: the request is queued"
-
-
-def _ago(then: datetime) -> str:
-    seconds = max(0, int((timezone.now() - then).total_seconds()))
-    if seconds < 60:
-        return f"{seconds} second{'' if seconds == 1 else 's'}"
-    minutes = seconds // 60
-    if minutes < 120:
-        return f"{minutes} minute{'' if minutes == 1 else 's'}"
-    hours = minutes // 60
-    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
+    return f"host {host} has not been seen for {outage.since(courier.beat_at)}: the request is queued"
 
 
 def _finish(queued: Request, result: Result) -> Request | None:
@@ -192,6 +192,15 @@ def _finish(queued: Request, result: Result) -> Request | None:
         outcome, why = (audit.FAILED if state == Request.FAILED else audit.NOT_WRITTEN), _detail(result)
     _audit(queued, actor_of(queued), f"outbox.{state}", outcome, why)
     return queued
+
+
+def _busy_for(result: Result) -> float | None:
+    """Seconds to wait before trying a busy write again (None: not busy, or its agent looks stopped,
+    which only an operator's confirmation gets past)."""
+    body = result.body if isinstance(result.body, dict) else {}
+    if result.status != 409 or body.get("stopped") or not isinstance(body.get("retry_after"), int | float):
+        return None
+    return float(body["retry_after"])
 
 
 def _detail(result: Result) -> str:

@@ -10,6 +10,8 @@ from importlib import import_module
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
 
+from tapeview.outage import Outage
+
 from . import queue
 
 log = logging.getLogger("tapeview.outbox")
@@ -20,31 +22,35 @@ BEAT = 5.0  # seconds between heartbeats (queue.unseen looks at them)
 
 
 def serve(stop: threading.Event) -> None:
-    """Carry out this host's requests until `stop` is set; every failure is logged and outlived."""
+    """Carry out this host's requests until `stop` is set; every failure is logged and outlived,
+    with pauses that double while the database stays out of reach."""
     # The handlers are registered by the modules that define the writes, and the API's error
     # answers by the API: the site's URLconf imports them all, as it does in the web process.
     import_module(settings.ROOT_URLCONF)
     listener = None
     last_beat = 0.0
+    outage = Outage(log, "the outbox")
     try:
         while not stop.is_set():
-            if time.monotonic() - last_beat >= BEAT:
-                last_beat = time.monotonic()
-                _guarded(queue.beat)
-                _guarded(queue.give_up_abandoned)
-            _guarded(lambda: _drain(stop))
-            if connection.vendor != "postgresql":
-                stop.wait(POLL)
-                continue
             try:
-                listener = listener or _listen()
-                for _ in listener.connection.notifies(timeout=LISTEN_FOR, stop_after=1):
-                    pass
-            except Exception:
-                log.exception("listening for outbox requests failed; polling until it works again")
+                if time.monotonic() - last_beat >= BEAT:
+                    queue.beat()
+                    queue.give_up_abandoned()
+                    last_beat = time.monotonic()
+                _drain(stop)
+                if connection.vendor == "postgresql":
+                    listener = listener or _listen()
+                    for _ in listener.connection.notifies(timeout=LISTEN_FOR, stop_after=1):
+                        pass
+                else:
+                    stop.wait(POLL)
+            except Exception as exc:
                 _close(listener)
                 listener = None
-                stop.wait(POLL)
+                close_old_connections()  # a connection the database dropped: the next query opens a new one
+                stop.wait(outage.failed(exc))
+            else:
+                outage.passed()
     finally:
         _guarded(queue.stop_beating)
         _close(listener)

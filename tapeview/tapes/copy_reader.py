@@ -12,11 +12,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import BinaryIO
 
+from django.utils import timezone
+
+from tapeview import outage
 from tapeview.sources import TapeNotFound
 from tapeview.sources.raw_bytes import FileStat, reading_from, use
 
 from .filecopy import BLOCK, digest
-from .models import FileBlock, FileCopy, this_host
+from .models import FileBlock, FileCopy, Indexer, this_host
 
 
 def copied(host: str) -> bool:
@@ -67,10 +70,30 @@ class NotCopiedYet(NotCopied):
     def __init__(self, copy: FileCopy, held: int, known: int) -> None:
         super().__init__(copy.host, Path(copy.path))
         lag = f"the copy is {known - held:,} bytes behind" if held else "its copy is of an earlier version"
-        self.detail = (
-            f"this part of the tape is not copied from host {copy.host} yet ({lag}): "
-            "its `tapeview index --watch` copies it next; try again in a few seconds"
+        away = _away(copy.host)
+        if away:
+            self.retry_after = 30  # nothing copies it before that watcher is back
+            self.detail = f"this part of the tape is not copied from host {copy.host} yet ({lag}): {away}"
+        else:
+            self.detail = (
+                f"this part of the tape is not copied from host {copy.host} yet ({lag}): "
+                "its `tapeview index --watch` copies it next; try again in a few seconds"
+            )
+
+
+def _away(host: str) -> str:
+    """Why `host`'s watcher will not copy soon ("" while it beats), as the outbox names a host away."""
+    watcher = Indexer.objects.filter(host=host).first()
+    if watcher is None:  # copied by a `tapeview index` run, if not by a watcher
+        return ""
+    if watcher.beat_at is None:
+        return f"host {host}'s `tapeview index --watch` was stopped: the copy waits for it to run again"
+    if timezone.now() - watcher.beat_at > Indexer.GONE_AFTER:
+        return (
+            f"host {host}'s `tapeview index --watch` has not been seen for {outage.since(watcher.beat_at)}: "
+            "the copy waits for it"
         )
+    return ""
 
 
 class Copies:

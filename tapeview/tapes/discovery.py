@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -23,8 +22,7 @@ from . import signals
 from .index import Progress, refresh
 from .models import Indexer, SourceFolder, SourceSize, Tape, this_host
 
-# A watcher (tapeview index --watch) beats every few seconds, also mid-pass; one this quiet is gone.
-BEAT_STALE = timedelta(seconds=30)
+BEAT_STALE = Indexer.GONE_AFTER
 
 
 def configured_sources() -> list[SourceSpec]:

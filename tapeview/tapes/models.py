@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 
@@ -237,6 +239,9 @@ class Indexer(models.Model):
 
     Derived like the index. A table rather than a cache, so every process and engine reads it alike.
     """
+
+    # It beats every few seconds, also mid-pass; one this quiet is gone.
+    GONE_AFTER = timedelta(seconds=30)
 
     host = models.CharField(max_length=255, unique=True, default="")
     started_at = models.DateTimeField()

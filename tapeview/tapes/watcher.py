@@ -18,6 +18,7 @@ from pathlib import Path
 from django.db import close_old_connections, connection
 from watchfiles import Change, watch
 
+from tapeview.outage import RETRY, Outage
 from tapeview.outbox import worker as outbox
 from tapeview.sources import SourceSpec
 
@@ -30,8 +31,6 @@ log = logging.getLogger("tapeview.watcher")
 BEAT = 2.0  # seconds between heartbeats, also in the middle of a long pass
 STEP_MS = 100  # a burst of changes is one batch once the files are this quiet...
 DEBOUNCE_MS = 1000  # ...or once it has lasted this long
-RETRY = 2.0  # seconds before watching again after an error
-BACKOFF_MAX = 60.0  # the longest pause between tries while a step keeps failing
 POLLING_ENV = "TAPEVIEW_WATCH_POLLING"
 OUTBOX_JOIN = 10.0  # seconds a stopping watcher lets a write under way finish
 FOLLOW_UP = 1.0  # seconds of follow-up work (the search pass) per quiet moment: changes wait no longer
@@ -58,7 +57,7 @@ class Watcher:
         self.sizes: dict[str, dict[str, int]] = {}  # per source: each file's size as last seen
         self.last_beat = 0.0
         self.last_full = 0.0
-        self.failures = 0  # steps failed in a row (_guarded backs off)
+        self.outage = Outage(log, "indexing")  # steps failed in a row (_guarded backs off)
         self.held: dict[int, Tape] = {}  # tapes with work that another indexer held (`_retry_held`)
         self.uncopied: dict[int, Tape] = {}  # tapes refreshed since the last copy pass (`keep_copies`)
         self.scan_until = 0.0  # while neither way can watch the folders: look at the files every BEAT
@@ -178,17 +177,15 @@ class Watcher:
         while the failures last (the database down: the index resumes from its byte offsets)."""
         try:
             work()
-        except Exception:
-            log.exception("indexing failed; carrying on")
+        except Exception as exc:
             # A connection the database dropped (a restart, a network cut) stays broken: close it,
             # and the next query opens a new one.
             close_old_connections()
-            self.failures += 1
-            pause = min(BACKOFF_MAX, RETRY * 2 ** (self.failures - 1))
-            self.stop.wait(pause)
+            self.stop.wait(self.outage.failed(exc))
             self.last_full = min(self.last_full, time.monotonic() - self.full_every + RETRY * 5)
         else:
-            self.failures = 0
+            if connection.connection is not None:  # the step reached the database: it is back, if it was away
+                self.outage.passed()
 
     def full_pass(self) -> None:
         """Every source discovered first (so new tapes are listed at once), then indexed."""

@@ -75,6 +75,22 @@ def test_a_busy_tape_on_host_a_says_what_the_page_says_today(operator_client, on
     assert "The agent is busy: the tape changed" in panel and "Nothing was written" in panel
 
 
+def test_two_handoffs_queued_for_one_tape_both_land_the_second_after_the_first(
+    operator_client, on_host_a, settings
+) -> None:
+    """The second finds the tape just written by the first (quiet for under a second): it waits and
+    is written, not answered 409 busy by Tapeview's own write."""
+    for name in ("phase/first", "phase/second"):
+        operator_client.post(f"/tapes/{on_host_a.key}/handoff", {"name": name})
+    settings.TAPEVIEW_HOST, settings.TAPEVIEW_QUIET_SECONDS = "host-a", 0.5
+    done = [queue.carry_out(queue.claim()) for _ in range(2)]
+    assert [(r.state, r.status) for r in done] == [(Request.DONE, 201), (Request.DONE, 201)], [
+        r.body for r in done
+    ]
+    tape = Path(on_host_a.path).read_text()
+    assert tape.index('"phase/first"') < tape.index('"phase/second"')
+
+
 def test_cancel_from_the_page_and_no_watcher_runs_it(operator_client, on_host_a, settings) -> None:
     operator_client.post(f"/tapes/{on_host_a.key}/handoff", {"name": "phase/cancelled"})
     queued = Request.objects.get()

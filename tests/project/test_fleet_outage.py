@@ -103,7 +103,14 @@ def fleet_of_one(tmp_path: Path) -> Iterator[dict]:
         host.start()
         server = Server(module, sock, port)
         stack.callback(server.up_again)
-        yield {"base": base, "browser": browser, "host": host, "server": server, "tape": bub / "work.jsonl"}
+        yield {
+            "base": base,
+            "browser": browser,
+            "host": host,
+            "server": server,
+            "tape": bub / "work.jsonl",
+            "web_home": homes["web"],
+        }
 
 
 def shown(f: dict) -> dict | None:
@@ -160,6 +167,17 @@ def test_a_watcher_catches_up_after_postgresql_was_unreachable(tmp_path: Path) -
         for n in range(MARKS):
             eventually(lambda n=n: hits(f, f"outagemark{n}z"), 30, f"mark {n} searchable")
             assert len(hits(f, f"outagemark{n}z")) == 1, n
+
+        # Each loop of the watcher said the outage in one line when it began and one when it ended,
+        # and the web tier one line for each 503: no traceback anywhere.
+        # The outbox's pause may still be running out (it doubles while the database stays away).
+        eventually(lambda: "the outbox: the database is back after" in f["host"].log(), 60, "the outbox back")
+        watcher_log, web_log = f["host"].log(), (f["web_home"] / "serve.log").read_text()
+        for loop in ("the outbox", "indexing"):
+            assert watcher_log.count(f"{loop}: the database cannot be reached") == 1, watcher_log[-3000:]
+            assert watcher_log.count(f"{loop}: the database is back after") == 1, watcher_log[-3000:]
+        assert "Traceback" not in watcher_log, watcher_log[-3000:]
+        assert "Traceback" not in web_log and "(the database cannot be reached: " in web_log, web_log[-3000:]
 
         # And it watches again: the next append is on the web tier as quickly as before the outage.
         append(tape, "after the outage")

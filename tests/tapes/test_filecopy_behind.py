@@ -8,6 +8,7 @@ import html
 import io
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import orjson
@@ -15,10 +16,11 @@ import pytest
 from django.core.management import call_command
 from django.db import OperationalError
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from tapeview.sources import SourceSpec
 from tapeview.tapes import discovery, export, filecopy, watcher
-from tapeview.tapes.models import FileCopy, Tape
+from tapeview.tapes.models import FileCopy, Indexer, Tape
 from tests.conftest import Api
 from tests.tapes.test_filecopy import copied_bytes
 from tests.tapes.test_watcher import bub_line
@@ -130,6 +132,26 @@ def test_a_web_tier_says_what_is_not_copied_yet_then_shows_it_after_the_pass(
     page = viewer_client.get(f"/tapes/{tape.key}/", {"end": 1})
     assert page.status_code == 200 and "later 9" in html.unescape(page.content.decode())
     assert viewer_client.get(f"/tapes/{tape.key}/tail", {"after": 5}).status_code == 200
+
+
+def test_while_the_hosts_watcher_is_gone_the_503_names_the_host_and_how_long(
+    tmp_path: Path, web, viewer_client, read_token
+) -> None:
+    spec, path = a_tape(tmp_path, 5)
+    index_only(spec)
+    copy_pass()
+    append(path, 6, 9)
+    index_only(spec)
+    tape = Tape.objects.get()
+    five_minutes_ago = timezone.now() - timedelta(minutes=5)
+    Indexer.objects.create(host="agent", started_at=five_minutes_ago, beat_at=five_minutes_ago)
+    r = Api(Client(), read_token).get(f"/api/tapes/{tape.key}/entries/8/raw")
+    assert (r.status_code, r["Retry-After"]) == (503, "30")
+    assert "host agent's `tapeview index --watch` has not been seen for 5 minutes" in r.json()["detail"]
+    assert "try again in a few seconds" not in r.json()["detail"]
+    Indexer.objects.filter(host="agent").update(beat_at=None)  # stopped with Ctrl-C
+    page = html.unescape(viewer_client.get(f"/tapes/{tape.key}/entries/8/").content.decode())
+    assert "host agent's `tapeview index --watch` was stopped: the copy waits for it to run again" in page
 
 
 # Every read of one tape the API offers (GET /api/openapi.json), with what its path needs.
