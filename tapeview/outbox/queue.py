@@ -8,6 +8,7 @@ failed, never run again: a handoff may be on the tape already, and a second one 
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from datetime import timedelta
@@ -29,8 +30,10 @@ CHANNEL = "tapeview_outbox"
 POLL = 0.1  # seconds between looks at a request the web side waits for
 # A host's outbox loop beats every few seconds; quieter than this, the host counts as unseen.
 UNSEEN_AFTER = timedelta(minutes=1)
-# How long a claimed write may wait for a busy tape to be idle before its 409 is the answer.
+# How long a write may wait for a tape kept busy by this process's own write just before.
 BUSY_RETRY = timedelta(seconds=30)
+# What this process wrote last, and when (time.monotonic): subject -> when.
+_written: dict[str, float] = {}
 
 
 def elsewhere(host: str) -> bool:
@@ -112,14 +115,19 @@ def claim(host: str | None = None) -> Request | None:
 def carry_out(queued: Request) -> Request:
     """Run a claimed request's handler, in its actor's name, and keep what it answered.
 
-    A write the tape's agent (or this queue's own write just before) kept busy is tried again after
-    its Retry-After, while that falls within BUSY_RETRY of the claim; then its 409 is the answer."""
+    A write refused busy where this process wrote the same thing just before (two handoffs queued
+    for one tape: the second finds the tape written by the first) is tried again after its
+    Retry-After, while that falls within BUSY_RETRY; a tape busy with its agent is answered 409 at
+    once, as the synchronous endpoint answers it."""
     actor = actor_of(queued)
     result = handlers.run(queued.action, queued.params, actor)
-    until = time.monotonic() + BUSY_RETRY.total_seconds()
-    while (pause := _busy_for(result)) is not None and time.monotonic() + pause <= until:
+    now, wait = time.monotonic(), BUSY_RETRY.total_seconds()
+    ours = now - _written.get(queued.subject, -math.inf) < wait  # busy with what we wrote, if busy
+    while ours and (pause := _busy_for(result)) is not None and time.monotonic() + pause <= now + wait:
         time.sleep(pause)
         result = handlers.run(queued.action, queued.params, actor)
+    if result.ok:
+        _written[queued.subject] = time.monotonic()
     _finish(queued, result)
     queued.refresh_from_db()
     return queued

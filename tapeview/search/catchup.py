@@ -90,12 +90,14 @@ def catch_up_unwatched(budget: float = PAGE_BUDGET) -> int:
     return made + (backend.refine(deadline) if backend is not None else 0)
 
 
-def _behind_sql(columns: str) -> str:
-    """Over the tapes whose indexed entries are not all searchable (`n`: how many are not)."""
+def _behind_sql(columns: str, of_host: bool = False) -> str:
+    """Over the tapes whose indexed entries are not all searchable (`n`: how many are not); `of_host`:
+    one host's (a parameter), filtered before the join, so a watcher's look costs its own tapes."""
+    where = "WHERE t.host = %s" if of_host else ""
     return (
         f"SELECT {columns} FROM (SELECT t.id, t.host, t.source, t.next_pos - COALESCE(s.next_pos, 1) AS n "
-        f"FROM {Tape._meta.db_table} t LEFT JOIN {SearchedTape._meta.db_table} s ON s.tape_id = t.id) AS lag "
-        "WHERE n > 0"
+        f"FROM {Tape._meta.db_table} t LEFT JOIN {SearchedTape._meta.db_table} s ON s.tape_id = t.id "
+        f"{where}) AS lag WHERE n > 0"
     )
 
 
@@ -117,7 +119,7 @@ def behind() -> Iterator[Tape]:
     """This host's tapes whose indexed entries are not all searchable, the smallest lag first: small
     tapes (fresh sessions) become searchable before the pass settles into a big one. Another host's
     tapes are its own watcher's to make searchable: their files are there."""
-    sql = _behind_sql("id") + " AND host = %s ORDER BY n, id"
+    sql = _behind_sql("id", of_host=True) + " ORDER BY n, id"
     ids = [tape_id for (tape_id,) in fetch(sql, [discovery.this_host()])]
     found = Tape.objects.in_bulk(ids)
     for tape_id in ids:
