@@ -66,6 +66,7 @@ if apps.is_installed("tapeview.search"):
     api.add_router("", search_router)
 api.add_router("/memory", memory_router)
 api.add_router("", outbox_router)
+api.add_router("", "tapeview.alerts.api.router")
 
 
 def _error(request: HttpRequest, status: int, detail: object) -> HttpResponse:

@@ -87,6 +87,8 @@ TAPEVIEW_OUTBOX_WAIT_SECONDS = env_float("TAPEVIEW_OUTBOX_WAIT_SECONDS", 5)
 # with TAPEVIEW_OTLP_CONTENT, the messages, tool arguments and results go too (left out by default).
 TAPEVIEW_OTLP_ENDPOINT = os.environ.get("TAPEVIEW_OTLP_ENDPOINT", "").strip()
 TAPEVIEW_OTLP_CONTENT = env_bool("TAPEVIEW_OTLP_CONTENT", False)
+# Where alerts are sent when their rule names no webhook of its own (tapeview.alerts); "": nowhere.
+TAPEVIEW_ALERT_WEBHOOK = os.environ.get("TAPEVIEW_ALERT_WEBHOOK", "").strip()
 # /metrics answers a scraper on this machine without a token (tapeview.metrics.access); not by
 # default behind a proxy, whose relayed requests may reach this server from this machine too.
 TAPEVIEW_METRICS_LOCAL = env_bool(
@@ -134,6 +136,7 @@ INSTALLED_APPS = [
     "tapeview.outbox",
     "tapeview.tapes",
     "tapeview.reviews",
+    "tapeview.alerts",
     "memory_admin",
     "tapeview.search",
     "tapeview.otlp",

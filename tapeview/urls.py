@@ -17,6 +17,7 @@ urlpatterns = [
     path("memory/", include("memory_admin.urls")),
     path("search/", include("tapeview.search.urls")),
     path("outbox/", include("tapeview.outbox.urls")),
+    path("alerts/", include("tapeview.alerts.urls")),
     path("api/", api.urls()),
     re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),
     path("", include("tapeview.metrics.urls")),
