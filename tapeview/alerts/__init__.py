@@ -1,1 +1,1 @@
-"""Alerts: rules evaluated by the indexer as it indexes, each firing once until it clears, sent to a webhook."""
+"""Alerts: rules the indexer evaluates as it indexes, each firing once until it clears, sent to webhooks."""

@@ -19,21 +19,22 @@ from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn, WholeInt, responses
 from . import listing, rules
 from .models import Alert, Event, Rule
 
-Condition = Literal["errors", "budget", "silent", "cost"]
-Scope = Literal["", "kind", "host", "source"]
-
 
 class RuleIn(BodyIn):
     name: str = Field(max_length=100, pattern=TEXT)
-    condition: Condition = Field(
+    condition: str = Field(
+        max_length=10,
+        pattern=TEXT,
         description="errors: K errors in the last N minutes; budget: the context over its threshold; "
-        "silent: no write for N minutes mid-turn; cost: USD spent today (UTC) over the limit"
+        "silent: no write for N minutes mid-turn; cost: USD spent today (UTC) over the limit",
     )
     threshold: float | None = Field(
         None, description="errors: K; budget: share of the window (null: TAPEVIEW_BUDGET_WARN); cost: USD"
     )
     minutes: WholeInt | None = Field(None, description="errors: the window; silent: N")
-    scope: Scope = Field("", description="'' for all tapes, or the field scope_value names")
+    scope: str = Field(
+        "", max_length=10, pattern=TEXT, description="'' for all tapes, or the field scope_value names"
+    )
     scope_value: str = Field("", max_length=255, pattern=TEXT)
     webhook: str = Field("", max_length=1000, pattern=TEXT, description="'' sends to TAPEVIEW_ALERT_WEBHOOK")
     enabled: bool = True

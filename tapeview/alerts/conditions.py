@@ -33,7 +33,9 @@ def of_tape(rule: Rule, tape: Tape, now: datetime) -> Reading:
 def errors(rule: Rule, tape: Tape, now: datetime) -> Reading:
     minutes, least = rule.minutes or 0, int(rule.threshold or 1)
     found = rows.of(tape).where(errors=True, since=now - timedelta(minutes=minutes)).count()
-    return Reading(found >= least, found, f"{tape.label}: {found} errors in the last {minutes} min (≥ {least})")
+    return Reading(
+        found >= least, found, f"{tape.label}: {found} errors in the last {minutes} min (≥ {least})"
+    )
 
 
 def context(rule: Rule, tape: Tape) -> Reading:
@@ -61,7 +63,9 @@ def silent(rule: Rule, tape: Tape, now: datetime) -> Reading:
         return Reading(False, None, f"{tape.label}: never heard from")
     quiet = (now - heard).total_seconds() / 60
     firing = quiet >= minutes and turn_state.mid_turn(tape)
-    return Reading(firing, round(quiet, 1), f"{tape.label}: silent for {quiet:.0f} min mid-turn (≥ {minutes})")
+    return Reading(
+        firing, round(quiet, 1), f"{tape.label}: silent for {quiet:.0f} min mid-turn (≥ {minutes})"
+    )
 
 
 def day_of(now: datetime) -> date:
@@ -90,9 +94,12 @@ def note_cost(tape: Tape, now: datetime) -> None:
 
 def cost(rule: Rule, now: datetime) -> Reading:
     """The scope's spend today (UTC) against the rule's limit."""
-    spent = DailyCost.objects.filter(day=day_of(now), tape__in=rule.tapes()).aggregate(
-        spent=Sum(F("latest") - F("opening"))
-    )["spent"] or 0.0
+    spent = (
+        DailyCost.objects.filter(day=day_of(now), tape__in=rule.tapes()).aggregate(
+            spent=Sum(F("latest") - F("opening"))
+        )["spent"]
+        or 0.0
+    )
     limit = rule.threshold or 0.0
     return Reading(
         spent > limit, round(spent, 6), f"{rule.scope_text}: ${spent:.4f} spent today (limit ${limit:.2f})"

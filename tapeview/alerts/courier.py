@@ -72,7 +72,9 @@ def deliver_due(stop: threading.Event | None = None) -> int:
     tried = 0
     while stop is None or not stop.is_set():
         now = timezone.now()
-        due = list(Delivery.objects.filter(state=Delivery.PENDING, next_at__lte=now).order_by("next_at")[:BATCH])
+        due = list(
+            Delivery.objects.filter(state=Delivery.PENDING, next_at__lte=now).order_by("next_at")[:BATCH]
+        )
         for delivery in due:
             # Claimed by moving its next try past this one's time: another host's courier leaves it.
             claim = now + timedelta(seconds=TIMEOUT * 2)

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from tapeview.tapes.models import Tape, this_host
@@ -50,8 +51,10 @@ def run(now: datetime) -> None:
     mine = Tape.objects.filter(host=host, indexed_at__isnull=False).exclude(role="archive")
     if point.indexed_at is None:  # this host's first pass: what the agents wrote lately
         changed = list(mine.filter(last_at__gte=now - LOOKBACK))
+        indexed_upto = mine.aggregate(upto=Max("indexed_at"))["upto"]
     else:
         changed = list(mine.filter(indexed_at__gt=point.indexed_at))
+        indexed_upto = max((t.indexed_at for t in changed), default=None)
     for tape in changed:
         conditions.note_cost(tape, now)
     for rule in Rule.objects.filter(enabled=True):
@@ -63,13 +66,14 @@ def run(now: datetime) -> None:
                 try:
                     reading = conditions.of_tape(rule, tape, now)
                 except Exception as exc:  # the file gone or unreadable since: next time
-                    log.warning("alert %s on %s not evaluated (%s: %s)", rule.name, tape.path, type(exc).__name__, exc)
+                    log.warning(
+                        "alert %s on %s not evaluated (%s: %s)", rule.name, tape.path, type(exc).__name__, exc
+                    )
                     continue
                 settle(rule, tape.key, tape, tape.label, reading, now)
         if rule.evaluated_at is None:
             Rule.objects.filter(pk=rule.pk, updated_at=rule.updated_at).update(evaluated_at=now)
-    if changed:
-        point.indexed_at = max(t.indexed_at for t in changed)
+    point.indexed_at = indexed_upto or point.indexed_at
     if periodic:
         point.checked_at = now
         DailyCost.objects.filter(day__lt=(now - KEEP_COSTS).date()).delete()
@@ -87,7 +91,9 @@ def _looked_at(rule: Rule, changed: list[Tape], host: str, now: datetime, period
         tapes.update((t.pk, t) for t in scope.filter(pk__in=firing))
         if rule.condition == Rule.SILENT:
             quiet = now - timedelta(minutes=rule.minutes or 0)
-            candidates = scope.filter(kind="bub", role="tape", last_at__gte=now - LOOKBACK, last_at__lte=quiet)
+            candidates = scope.filter(
+                kind="bub", role="tape", last_at__gte=now - LOOKBACK, last_at__lte=quiet
+            )
             tapes.update((t.pk, t) for t in candidates)
     return tapes.values()
 

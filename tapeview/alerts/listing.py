@@ -13,7 +13,9 @@ def alerts(state: str | None = None) -> QuerySet[Alert]:
     found = Alert.objects.select_related("rule", "tape")
     if state:
         found = found.filter(state=state)
-    firing_first = Case(When(state=Alert.FIRING, then=Value(0)), default=Value(1), output_field=IntegerField())
+    firing_first = Case(
+        When(state=Alert.FIRING, then=Value(0)), default=Value(1), output_field=IntegerField()
+    )
     events = Event.objects.prefetch_related(Prefetch("deliveries", Delivery.objects.order_by("pk")))
     return (
         found.annotate(rank=firing_first)
