@@ -84,7 +84,7 @@ def araliya(db, settings, tmp_path: Path) -> tuple[Tape, Path]:
 class Webhook:
     """A real HTTP server on this machine that keeps the JSON of every POST it is sent."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, port: int = 0) -> None:
         self.status = status
         self.received: queue.Queue[dict] = queue.Queue()
         hook = self
@@ -101,7 +101,7 @@ class Webhook:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
