@@ -34,7 +34,9 @@ def errors(rule: Rule, tape: Tape, now: datetime) -> Reading:
     minutes, least = rule.minutes or 0, int(rule.threshold or 1)
     found = rows.of(tape).where(errors=True, since=now - timedelta(minutes=minutes)).count()
     return Reading(
-        found >= least, found, f"{tape.label}: {found} errors in the last {minutes} min (≥ {least})"
+        found >= least,
+        found,
+        f"{tape.label}: {found} error{'' if found == 1 else 's'} in the last {minutes} min (≥ {least})",
     )
 
 

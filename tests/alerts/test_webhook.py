@@ -40,7 +40,7 @@ def test_a_firing_and_its_clearing_are_posted_as_slack_compatible_json(live, web
     got = webhook.next()
     assert got["type"] == "application/json"
     body = got["json"]
-    assert body["text"] == f"[FIRING] tool errors: {tape.label}: 1 errors in the last 10 min (≥ 1)"
+    assert body["text"] == f"[FIRING] tool errors: {tape.label}: 1 error in the last 10 min (≥ 1)"
     alert = body["alert"]
     assert (alert["event"], alert["state"], alert["rule"], alert["condition"]) == (
         "fired",
