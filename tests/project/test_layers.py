@@ -41,7 +41,12 @@ FORBIDDEN = {
         "tapeview.tapes.views",
         "tapeview.accounts.views",
     ),
-    "tapeview/alerts/": ("tapeview.search", "memory_admin", "tapeview.tapes.views", "tapeview.accounts.views"),
+    "tapeview/alerts/": (
+        "tapeview.search",
+        "memory_admin",
+        "tapeview.tapes.views",
+        "tapeview.accounts.views",
+    ),
     "memory_admin/": ("tapeview.search", "tapeview.accounts.views", "tapeview.tapes.views"),
     "tapeview/otlp/": ("tapeview.search", "memory_admin", "tapeview.tapes.views", "tapeview.accounts"),
     "tapeview/search/": ("tapeview.tapes.views", "tapeview.accounts.views", "memory_admin.views"),
