@@ -9,6 +9,7 @@ Delivery to the rule's webhook (or TAPEVIEW_ALERT_WEBHOOK), sent by the courier,
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -31,11 +32,19 @@ CHECK = timedelta(seconds=30)  # between the checks of what time alone changes
 LOOKBACK = timedelta(days=1)
 KEEP_COSTS = timedelta(days=8)
 SCOPE = "scope"  # the subject of a cost rule: its whole scope
+EVERY = 1.0  # seconds between the watcher's evaluations at the least
+
+_last = -EVERY
 
 
-def indexer_idle(sender: object = None, **_: object) -> None:
+def indexer_idle(sender: object = None, budget: float | None = None, **_: object) -> None:
     """The indexer has read what it was told of: evaluate, then send (a failing webhook or rule is
-    logged, and indexing goes on)."""
+    logged, and indexing goes on). At most every EVERY seconds: while the search pass is behind,
+    the watcher's quiet moments come twenty times a second."""
+    global _last
+    if budget is not None and time.monotonic() - _last < EVERY:
+        return
+    _last = time.monotonic()
     try:
         run(timezone.now())
     except Exception:
@@ -73,11 +82,12 @@ def run(now: datetime) -> None:
                 settle(rule, tape.key, tape, tape.label, reading, now)
         if rule.evaluated_at is None:
             Rule.objects.filter(pk=rule.pk, updated_at=rule.updated_at).update(evaluated_at=now)
-    point.indexed_at = indexed_upto or point.indexed_at
     if periodic:
         point.checked_at = now
         DailyCost.objects.filter(day__lt=(now - KEEP_COSTS).date()).delete()
-    point.save()
+    if periodic or (indexed_upto and indexed_upto != point.indexed_at):  # no write at every tick
+        point.indexed_at = indexed_upto or point.indexed_at
+        point.save()
 
 
 def _looked_at(rule: Rule, changed: list[Tape], host: str, now: datetime, periodic: bool) -> Iterable[Tape]:

@@ -7,6 +7,7 @@ from django.db.models import Case, IntegerField, Prefetch, QuerySet, Value, When
 from .models import Alert, Delivery, Event
 
 HISTORY = 20  # events shown with each alert
+PAGE = 500  # alerts on the page (the API pages through them all)
 
 
 def alerts(state: str | None = None) -> QuerySet[Alert]:

@@ -16,11 +16,11 @@ from .models import Rule
 
 
 def alert_list(request: HttpRequest, form: RuleForm | None = None, status: int = 200) -> HttpResponse:
-    """Every alert, firing first, each with its history and deliveries; the rules. Template
-    `alerts/alert_list.html`; admins also get the form of a new rule."""
+    """The alerts, firing first (at most listing.PAGE), each with its history and deliveries; the
+    rules. Template `alerts/alert_list.html`; admins also get the form of a new rule."""
     admin = has_role(request.user, "admin")
     ctx = {
-        "alerts": listing.alerts(),
+        "alerts": listing.alerts()[: listing.PAGE],
         "rules": Rule.objects.all(),
         "form": (form or RuleForm(initial={"enabled": True})) if admin else None,
         "conditions": dict(Rule.CONDITIONS),

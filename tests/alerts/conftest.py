@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tapeview.alerts import evaluate
 from tapeview.tapes import discovery, index, signals
 from tapeview.tapes.models import Tape
 from tapeview.tapes.watcher import Watcher
@@ -53,6 +54,12 @@ def indexed(tape: Tape) -> Tape:
     signals.indexer_idle.send(sender=Watcher, budget=1.0)
     tape.refresh_from_db()
     return tape
+
+
+@pytest.fixture(autouse=True)
+def _every_pass(monkeypatch) -> None:
+    """Each indexer pass of a test evaluates: the watcher's one-second spacing is for its quiet moments."""
+    monkeypatch.setattr(evaluate, "EVERY", 0.0)
 
 
 @pytest.fixture
