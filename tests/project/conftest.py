@@ -18,6 +18,9 @@ from tests.project.demo_site import DemoSite
 def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
     from memory_admin import catalog
     from memory_admin.models import MemoryStore
+    from tapeview.alerts import evaluate
+    from tapeview.alerts.conditions import Reading
+    from tapeview.alerts.models import Rule
     from tapeview.reviews import ledger
     from tapeview.tapes import discovery
     from tapeview.tapes.models import Tape
@@ -34,6 +37,9 @@ def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
 
     tape = Tape.objects.filter(kind="bub", role="tape").order_by("-anchors").first()
     ledger.add(tape, 2, "ada", score=4, verdict="pass", labels=["helpful"], comment="clear first step")
+    rule = Rule.objects.create(name="tool errors", condition="errors", threshold=3, minutes=10)
+    said = Reading(True, 4, f"{tape.label}: 4 errors in the last 10 min (≥ 3)")
+    evaluate.settle(rule, tape.key, tape, tape.label, said, tape.last_at or tape.indexed_at)
     stores = MemoryStore.objects.filter(kind__startswith="nanobot")
     store = stores.filter(title="MEMORY.md").first() or stores.order_by("title").first()
     return DemoSite(
@@ -53,6 +59,7 @@ def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
             "users": "/users/",
             "tokens": "/tokens/",
             "audit": "/audit/",
+            "alerts": "/alerts/",
         },
     )
 
