@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -66,6 +66,8 @@ def check(data: RuleInput) -> None:
 
 def _check_threshold(data: RuleInput) -> None:
     value = data.threshold
+    if value is not None and not math.isfinite(value):
+        raise RuleRefused("threshold", "the threshold must be a finite number")
     if data.condition == Rule.ERRORS:
         if value is None or value < 1 or value != int(value):
             raise RuleRefused("threshold", "the errors rule needs a whole number of errors (K) of at least 1")
@@ -86,7 +88,7 @@ def save(rule: Rule | None, data: RuleInput, actor: Actor) -> Rule:
     data.scope_value = data.scope_value.strip()
     if Rule.objects.filter(name=data.name).exclude(pk=rule.pk if rule else None).exists():
         raise RuleRefused("name", f"a rule named {data.name!r} exists already")
-    before = _shown(rule) if rule else ""
+    before = _shown(rule) if rule else None
     rule = rule or Rule()
     for field in FIELDS:
         setattr(rule, field, getattr(data, field))
@@ -94,15 +96,17 @@ def save(rule: Rule | None, data: RuleInput, actor: Actor) -> Rule:
     with transaction.atomic():
         rule.save()
         action = "alert_rule.change" if before else "alert_rule.create"
-        record(actor, action, subject="alerts", target=rule.name, before=before, after=_shown(rule))
+        detail = {"before": before, "after": _shown(rule)} if before else {"after": _shown(rule)}
+        record(actor, action, subject=f"alert_rule:{rule.pk}", target=rule.name, detail=detail)
     return rule
 
 
 def delete(rule: Rule, actor: Actor) -> None:
     with transaction.atomic():
-        record(actor, "alert_rule.delete", subject="alerts", target=rule.name, before=_shown(rule))
+        detail = {"before": _shown(rule)}
+        record(actor, "alert_rule.delete", subject=f"alert_rule:{rule.pk}", target=rule.name, detail=detail)
         rule.delete()
 
 
-def _shown(rule: Rule) -> str:
-    return json.dumps({f: getattr(rule, f) for f in FIELDS}, ensure_ascii=False, sort_keys=True)
+def _shown(rule: Rule) -> dict:
+    return {f: getattr(rule, f) for f in FIELDS}

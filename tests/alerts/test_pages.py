@@ -170,6 +170,7 @@ def test_rules_are_made_changed_and_removed_through_the_api(writer, reader) -> N
         ({**RULE, "scope": "planet"}, "scope: unknown scope 'planet'"),
         ({**RULE, "minutes": 5}, "minutes: the cost rule takes no minutes"),
         ({**RULE, "name": " "}, "name: a rule needs a name"),
+        ({**RULE, "threshold": float("inf")}, "threshold: the threshold must be a finite number"),
     ],
 )
 def test_a_bad_rule_gets_400_with_why(writer, body: dict, detail: str) -> None:
