@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from tapeview.alerts import evaluate
 from tapeview.alerts.models import Alert, Event, Rule
-from tapeview.tapes import index
+from tapeview.tapes import index, signals
+from tapeview.tapes.watcher import Watcher
 
 from .conftest import indexed
 
@@ -160,3 +161,17 @@ def test_a_disabled_rule_is_not_evaluated(live) -> None:
     agent.error()
     indexed(tape)
     assert state(r) is None
+
+
+def test_a_page_that_indexes_a_tape_evaluates_nothing_the_indexer_s_next_pass_does(
+    live, viewer_client
+) -> None:
+    tape, agent = live
+    r = rule(condition="errors", threshold=1, minutes=10)
+    errors = tape.errors
+    agent.error()
+    assert viewer_client.get(f"/tapes/{tape.key}/").status_code == 200  # the page indexed the new line
+    tape.refresh_from_db()
+    assert tape.errors == errors + 1 and state(r) is None
+    signals.indexer_idle.send(sender=Watcher, budget=1.0)
+    assert state(r) == "firing"
