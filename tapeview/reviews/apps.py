@@ -11,9 +11,12 @@ class ReviewsConfig(AppConfig):
     def ready(self) -> None:
         from django import forms
 
+        from tapeview.tapes.expression import add_field
         from tapeview.tapes.listing import add_narrowing
 
-        from .ledger import reviewed_tape_keys
+        from .ledger import labelled_tapes, reviewed_tape_keys
+
+        add_field("label", "a label of the tape's current reviews", labelled_tapes)
 
         # The session index narrows to tapes with a current review of this label or score.
         add_narrowing(

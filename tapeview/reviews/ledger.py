@@ -11,7 +11,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404
 
 from tapeview.sources import TapeNotFound
@@ -274,6 +274,20 @@ def summary(tape_key: str, top: int = 12) -> dict:
 def refresh_index() -> None:
     """A list page's cheap refresh of the tape index, so that orphans show as the files are now."""
     discovery.sync_if_stale()
+
+
+def labelled_tapes(op: str, value: str) -> Q:
+    """The filter language's `label` (tapes.expression): the tapes with a current review labelled
+    `value` (`==`, `:`), with a label containing it (`~`), or with none so labelled (`!=`)."""
+    label = value.strip().lower()
+    reviews = Review.objects.current()
+    if op == "~":
+        # Within one label: " a b " holds "a b" across two labels.
+        found = reviews.filter(label_text__contains=label) if " " not in label else reviews.none()
+    else:
+        found = reviews.labelled(label) if LABEL.match(label) else reviews.none()
+    keys = Q(key__in=found.order_by().values("tape_key"))
+    return ~keys if op == "!=" else keys
 
 
 def reviewed_tape_keys(*, label: str | None = None, score: int | None = None) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 from django import forms
@@ -28,6 +29,14 @@ COLUMNS = [
     ("context", "Context"),
     ("errors", "Errors"),
 ]
+# The columns a person may hide (the session's own column always shows), in the table's order.
+PICKABLE = [
+    *((key, title) for key, title in COLUMNS[1:10]),
+    ("activity", "Activity"),
+    *((key, title) for key, title in COLUMNS[10:]),
+]
+# The time range picker's choices: a span back from now, or the custom since and until.
+RANGES = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 SORTS = {
     "label": "label",
     "source": "source",
@@ -61,6 +70,12 @@ class TapeListForm(forms.Form):
     # `?errors=1`: only the sessions with an error. Read as text so that `?errors=0` means no (a
     # checkbox widget reads any text as yes); the template draws its checkbox itself.
     errors = forms.BooleanField(required=False, widget=forms.TextInput)
+    # The filter language (tapes.expression); parsed by the view, which says where one goes wrong.
+    filter = forms.CharField(required=False, strip=True)
+    range = forms.ChoiceField(required=False, choices=[("", "any time"), *((r, r) for r in RANGES), ("custom", "custom")])
+    since = forms.DateTimeField(required=False)
+    until = forms.DateTimeField(required=False)
+    cols = forms.MultipleChoiceField(required=False, choices=[("label", "Session"), *PICKABLE])
     sort = forms.CharField(required=False, max_length=20)
     page = forms.IntegerField(required=False, min_value=1)
 
@@ -77,6 +92,24 @@ class TapeListForm(forms.Form):
 
     def narrowing_fields(self) -> list:
         return [self[name] for name in NARROWINGS]
+
+    def span(self, now: datetime) -> tuple[datetime | None, datetime | None]:
+        """The time range picked: since and until (either may be None)."""
+        data = self.cleaned_data
+        chosen = data.get("range") or ""
+        if chosen in RANGES:
+            return now - RANGES[chosen], None
+        return data.get("since"), data.get("until")
+
+    def saved_local(self, name: str) -> str:
+        """The custom range's since or until as its datetime-local input holds it ("" for none)."""
+        return _local(self.cleaned_data.get(name)) or ""
+
+    def shown(self) -> list[str]:
+        """The keys of the columns shown: those picked (`cols`), else every one."""
+        picked = self.cleaned_data.get("cols") or []
+        keys = [key for key, _ in PICKABLE]
+        return ["label", *(k for k in keys if k in picked)] if picked else ["label", *keys]
 
     def current_sort(self) -> str:
         sort = self.cleaned_data.get("sort") or "-last"
@@ -99,9 +132,10 @@ class TapeListForm(forms.Form):
         The host column only with `hosts`: an index of one host looks as it did before fleets.
         """
         sort = self.current_sort()
+        shown = self.shown()
         out = []
         for key, title in COLUMNS:
-            if key == "host" and not hosts:
+            if (key == "host" and not hosts) or key not in shown:
                 continue
             first = key if key in self.TEXT_COLUMNS else f"-{key}"
             reverse = f"-{key}" if first == key else key
@@ -113,10 +147,25 @@ class TapeListForm(forms.Form):
     def saved_query(self) -> str:
         """The known parameters of this filter and sort as a query string (no page): what a view saves."""
         data = self.cleaned_data
-        params = {name: data.get(name) for name in ("q", "source", "host", "kind", *NARROWINGS)}
+        params: dict = {name: data.get(name) for name in ("q", "source", "host", "kind", *NARROWINGS)}
         params["errors"] = 1 if data.get("errors") else None
+        params["filter"] = data.get("filter")
+        params["range"] = data.get("range")
+        if data.get("range") in ("", "custom", None):
+            params["since"] = _local(data.get("since"))
+            params["until"] = _local(data.get("until"))
+        shown = self.shown()
+        params["cols"] = shown if len(shown) < len(PICKABLE) + 1 else None
         params["sort"] = self.current_sort() if self.current_sort() != "-last" else None
-        return urlencode({name: value for name, value in params.items() if value not in (None, "")})
+        kept = {name: value for name, value in params.items() if value not in (None, "")}
+        return urlencode(kept, doseq=True)
+
+
+def _local(moment: datetime | None) -> str | None:
+    """A moment as the custom range's datetime-local inputs hold it (in UTC, the index's zone)."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M") if moment.tzinfo else moment.strftime("%Y-%m-%dT%H:%M")
 
 
 class TimelineForm(forms.Form):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from django import forms
 from django.db.models import Case, Count, Max, Q, QuerySet, Sum, Value, When
 
 from tapeview.sources.spec import KNOWN_KINDS
 
-from . import discovery, usage
+from . import discovery, expression, usage
 from .models import Tape
 
 KINDS = KNOWN_KINDS  # the agent families a source can hold: the index filters by them
@@ -44,15 +45,21 @@ def tapes(
     kind: str | None = None,
     errors: bool = False,
     host: str | None = None,
+    expr: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> QuerySet[Tape]:
     """The sessions (attachments are listed with their tape) as the sources hold them now.
 
     `q` is looked for in the label, the file name and the last anchor; `source` is a label;
     `kind` an agent family (KINDS); `errors` keeps the tapes with at least one error; `host` the
-    host that indexed them (a fleet's); `narrow` gives values of the registered narrowings.
+    host that indexed them (a fleet's); `narrow` gives values of the registered narrowings; `expr`
+    is an expression of the filter language (expression.FilterError when it is not one); `since`
+    and `until` keep the sessions active in that time (as the language's since: and until:).
     """
+    where = expression.tape_q(expr) if expr else Q()  # refused before any work
     discovery.sync_if_stale()
-    found = Tape.objects.filter(owner__isnull=True)
+    found = Tape.objects.filter(where, owner__isnull=True)
     if q:
         found = found.filter(Q(label__icontains=q) | Q(name__icontains=q) | Q(last_anchor__icontains=q))
     if source:
@@ -63,6 +70,10 @@ def tapes(
         found = found.filter(kind=kind)
     if errors:
         found = found.filter(errors__gt=0)
+    if since:
+        found = found.filter(last_at__gte=since)
+    if until:
+        found = found.filter(first_at__lte=until)
     for name, value in (narrow or {}).items():
         if value not in (None, "") and name in NARROWINGS:
             found = NARROWINGS[name].narrow(found, value)

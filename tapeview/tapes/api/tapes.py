@@ -14,7 +14,7 @@ from ninja.errors import HttpError
 
 from tapeview.sources import FileUnreadable, TapeNotFound
 
-from .. import export, formats, handoff, health, listing, lookup
+from .. import export, expression, formats, handoff, health, listing, lookup
 from ..discovery import this_host
 from ..forms import SORTS
 from ..models import Tape
@@ -133,6 +133,11 @@ class TapeFilters(PageIn):
     q: str | None = Field(None, max_length=200, pattern=TEXT)
     kind: Literal[tuple(listing.KINDS)] | None = Field(None, description="an agent family")  # type: ignore[valid-type]
     errors: bool = Field(False, description="only tapes with at least one error")
+    filter: str | None = Field(
+        None,
+        description='an expression of the filter language, e.g. `errors > 0 and kind == "bub"`, '
+        "`since:2d` (docs/filters.md); one that does not parse is a 400 whose detail says where",
+    )
     sort: Sort = "-last"  # type: ignore[valid-type]
 
 
@@ -218,9 +223,17 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
 @router.get("/tapes", response=responses({200: TapePageOut}, 400))
 def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
     """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
-    tapes = listing.tapes(
-        filters.q, filters.source, kind=filters.kind, errors=filters.errors, host=filters.host
-    )
+    try:
+        tapes = listing.tapes(
+            filters.q,
+            filters.source,
+            kind=filters.kind,
+            errors=filters.errors,
+            host=filters.host,
+            expr=filters.filter,
+        )
+    except expression.FilterError as exc:
+        raise HttpError(400, f"filter {exc}") from None
     rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
     return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
 

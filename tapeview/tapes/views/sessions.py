@@ -9,11 +9,12 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import discovery, health, listing
-from ..forms import TapeListForm
+from .. import discovery, expression, health, listing
+from ..forms import PICKABLE, RANGES, TapeListForm
 from ..models import SavedView, Tape
 
 LIST_PAGE_SIZE = 50
@@ -41,14 +42,23 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     form = TapeListForm(request.GET)
     form.is_valid()  # a parameter that does not validate is ignored
     data = form.cleaned_data
-    tapes = listing.tapes(
-        data.get("q"),
-        data.get("source"),
-        form.narrowings(),
-        kind=data.get("kind"),
-        errors=bool(data.get("errors")),
-        host=data.get("host"),
-    )
+    since, until = form.span(timezone.now())
+    filter_error = ""
+    try:
+        tapes = listing.tapes(
+            data.get("q"),
+            data.get("source"),
+            form.narrowings(),
+            kind=data.get("kind"),
+            errors=bool(data.get("errors")),
+            host=data.get("host"),
+            expr=data.get("filter"),
+            since=since,
+            until=until,
+        )
+    except expression.FilterError as exc:  # the page says where; it lists nothing it was not asked for
+        filter_error = str(exc)
+        tapes = Tape.objects.none()
     pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
     hosts = listing.hosts()
     ctx = {
@@ -62,6 +72,14 @@ def tape_list(request: HttpRequest) -> HttpResponse:
         "kinds_held": listing.kinds_held(),
         "kind": data.get("kind") or "",
         "has_errors": bool(data.get("errors")),
+        "filter_error": filter_error,
+        "shown": form.shown(),
+        "pickable": [(k, t) for k, t in PICKABLE if k != "host" or len(hosts) > 1],
+        "ranges": RANGES,
+        "range": data.get("range") or "",
+        "custom_since": form.saved_local("since"),
+        "custom_until": form.saved_local("until"),
+        "fields": expression.FIELDS,
         "total": Tape.objects.filter(owner__isnull=True).count(),
         "saved_query": form.saved_query(),
         "saved_views": SavedView.objects.filter(user=request.user) if request.user.is_authenticated else [],
@@ -70,7 +88,11 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     if not request.htmx:  # the notice is outside #rows: the polls need not count
         ctx["indexing"] = health.indexing()
     template = "tapes/tape_list.html" + ("#rows" if request.htmx else "")
-    return render(request, template, ctx)
+    response = render(request, template, ctx)
+    if request.htmx and not request.htmx.trigger == "rows":
+        # The address bar shows the view as a saved view names it, not every checkbox the form sent.
+        response["HX-Push-Url"] = _index(form.saved_query(), data.get("page"))
+    return response
 
 
 @require_POST
@@ -102,8 +124,10 @@ def savedview_delete(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("tapes:tape_list")
 
 
-def _index(query: str) -> str:
+def _index(query: str, page: int | None = None) -> str:
     url = reverse("tapes:tape_list")
+    if page and page > 1:
+        query = f"{query}&page={page}" if query else f"page={page}"
     return f"{url}?{query}" if query else url
 
 
