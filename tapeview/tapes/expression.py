@@ -14,7 +14,7 @@ MAX_LENGTH = 1000  # characters of an expression
 MAX_TERMS = 50  # comparisons in one expression
 MAX_DEPTH = 30  # nested parentheses and `not`s: deeper would only exhaust the parser's stack
 WHOLE = 2**62  # the widest whole number a column takes (as the API's BIG)
-COMPARISONS = ("==", "!=", ">=", "<=", ">", "<")
+COMPARISONS = ("==", "!=", ">", ">=", "<", "<=")
 OPERATORS = (*COMPARISONS, "~", ":")
 MAX_AGO = 100 * 366 * 86400  # seconds a duration reaches back at most: past it, no datetime
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -95,7 +95,7 @@ TOKEN = re.compile(
     |(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
     |(?P<op>==|!=|>=|<=|>|<|~|:)
     |(?P<paren>[()])
-    |(?P<name>[A-Za-z_][\w.\-/]*)""",
+    |(?P<name>[^\W\d][\w.\-/]*|\d[\w.\-/:+]*)""",
     re.VERBOSE,
 )
 
