@@ -36,7 +36,12 @@ PICKABLE = [
     *((key, title) for key, title in COLUMNS[10:]),
 ]
 # The time range picker's choices: a span back from now, or the custom since and until.
-RANGES = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+RANGES = {
+    "1h": timedelta(hours=1),
+    "24h": timedelta(days=1),
+    "7d": timedelta(days=7),
+    "30d": timedelta(days=30),
+}
 SORTS = {
     "label": "label",
     "source": "source",
@@ -72,7 +77,9 @@ class TapeListForm(forms.Form):
     errors = forms.BooleanField(required=False, widget=forms.TextInput)
     # The filter language (tapes.expression); parsed by the view, which says where one goes wrong.
     filter = forms.CharField(required=False, strip=True)
-    range = forms.ChoiceField(required=False, choices=[("", "any time"), *((r, r) for r in RANGES), ("custom", "custom")])
+    range = forms.ChoiceField(
+        required=False, choices=[("", "any time"), *((r, r) for r in [*RANGES, "custom"])]
+    )
     since = forms.DateTimeField(required=False)
     until = forms.DateTimeField(required=False)
     cols = forms.MultipleChoiceField(required=False, choices=[("label", "Session"), *PICKABLE])
@@ -165,7 +172,7 @@ def _local(moment: datetime | None) -> str | None:
     """A moment as the custom range's datetime-local inputs hold it (in UTC, the index's zone)."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M") if moment.tzinfo else moment.strftime("%Y-%m-%dT%H:%M")
+    return (moment.astimezone(UTC) if moment.tzinfo else moment).strftime("%Y-%m-%dT%H:%M")
 
 
 class TimelineForm(forms.Form):

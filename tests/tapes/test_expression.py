@@ -105,7 +105,7 @@ def test_an_empty_filter_filters_nothing() -> None:
         ("errors 0", 8, "expected an operator after errors"),
         ("errors = 0", 8, "expected =="),
         ("(errors > 0", 12, 'expected ")", "and" or "or", found the end of the filter'),
-        ("errors > 0)", 11, "expected \"and\", \"or\" or the end of the filter, found ')'"),
+        ("errors > 0)", 11, 'expected "and", "or" or the end of the filter, found \')\''),
         ("errors > 0 kind == bub", 12, "found 'kind'"),
         ("wat > 1", 1, "unknown field 'wat'"),
         ("kind == 'bub", 9, "the string started here has no closing '"),

@@ -119,7 +119,11 @@ def test_a_duration_reaches_back_from_now(reader, fleet) -> None:
         assert listed(reader, expr) == {t.key for t in tapes if t.last_at >= since}
     oldest = min(t.first_at for t in tapes)
     assert listed(reader, "since:36500d") == {t.key for t in tapes}
-    assert listed(reader, "until:1h") == {t.key for t in tapes if t.first_at <= now - timedelta(hours=1)} != set()
+    assert (
+        listed(reader, "until:1h")
+        == {t.key for t in tapes if t.first_at <= now - timedelta(hours=1)}
+        != set()
+    )
     assert oldest < now
 
 
@@ -127,7 +131,7 @@ def test_a_duration_reaches_back_from_now(reader, fleet) -> None:
     "expr, detail",
     [
         ("errors >", "filter at character 9: expected a value after errors >, found the end of the filter"),
-        ("(kind == bub", "filter at character 13: expected \")\", \"and\" or \"or\", found the end of the filter"),
+        ("(kind == bub", 'filter at character 13: expected ")", "and" or "or", found the end of the filter'),
         ("kind = bub", "filter at character 6: expected =="),
         ("cost ~ 5", "filter at character 6: cost takes == != > >= < <= :, not ~"),
         ("colour == red", "filter at character 1: unknown field 'colour'"),

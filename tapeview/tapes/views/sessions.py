@@ -89,7 +89,7 @@ def tape_list(request: HttpRequest) -> HttpResponse:
         ctx["indexing"] = health.indexing()
     template = "tapes/tape_list.html" + ("#rows" if request.htmx else "")
     response = render(request, template, ctx)
-    if request.htmx and not request.htmx.trigger == "rows":
+    if request.htmx and request.htmx.trigger != "rows":
         # The address bar shows the view as a saved view names it, not every checkbox the form sent.
         response["HX-Push-Url"] = _index(form.saved_query(), data.get("page"))
     return response
