@@ -7,8 +7,9 @@ from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
+from ninja.errors import HttpError
 
-from tapeview.tapes import discovery
+from tapeview.tapes import discovery, expression
 from tapeview.tapes.api.cursor import decode, encode
 from tapeview.tapes.api.schemas import TEXT, PageIn, responses
 
@@ -59,6 +60,11 @@ class SearchFilters(PageIn):
     name: str | None = Field(
         None, max_length=200, pattern=TEXT, description="events and anchors of this name or below it"
     )
+    filter: str | None = Field(
+        None,
+        description="the session index's filter language (docs/filters.md): only the entries of the tapes "
+        'it keeps, e.g. `kind == "bub" and errors > 0`; one that does not parse is a 400 saying where',
+    )
     order: Literal["relevance", "time"] = "relevance"
 
 
@@ -103,6 +109,10 @@ def hit_page(filters: SearchFilters) -> dict:
     catchup.catch_up_unwatched()
     start = decode(filters.cursor, {"o": int})["o"] if filters.cursor else 0
     kinds = [k.strip() for k in (filters.kinds or "").split(",") if k.strip()] or None
+    try:
+        kept = expression.tape_q(filters.filter) if filters.filter else None
+    except expression.FilterError as exc:
+        raise HttpError(400, f"filter {exc}") from None
     found = {
         "source": filters.source,
         "tape_key": filters.tape,
@@ -113,6 +123,7 @@ def hit_page(filters: SearchFilters) -> dict:
         "review_label": filters.label,
         "review_score": filters.score,
         "name": filters.name,
+        "kept": kept,
     }
     hits = engine.search(filters.q, **found, order=filters.order, limit=filters.limit + 1, offset=start)
     count = engine.count(filters.q, **found)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Sum
+from django.db.models import Q, Sum
 
 from tapeview.reviews import ledger
 from tapeview.tapes.models import SourceSize, Tape
@@ -37,10 +37,14 @@ def tape_where(
     within: tuple[int, int] | None = None,
     review_label: str | None = None,
     review_score: int | None = None,
+    kept: Q | None = None,
 ) -> Where | None:
-    """The filters of a tape search as SQL; None when nothing can match."""
+    """The filters of a tape search as SQL; None when nothing can match. `kept` keeps the entries of
+    the tapes it picks (the filter language's Q, tapes.expression)."""
     where = Where()
     where.span(1, LAST_ID)
+    if kept is not None and not _picked(where, kept):
+        return None
     if review_label or review_score is not None:
         ids = _reviewed_docs(review_label, review_score)
         if not ids:
@@ -97,6 +101,17 @@ def _of_source(where: Where, source: str) -> None:
             where.of_tapes(ids, keep=False)
             return
     where.tagged("s", source)
+
+
+def _picked(where: Where, tapes: Q) -> bool:
+    """Only the docs of the tapes the filter picks, told by their ids as a date filter's are (a bitmap
+    on SQLite, a subquery and its id windows on PostgreSQL); False when it picks none."""
+    kept = Tape.objects.filter(tapes)
+    if not kept.exists():  # also a filter that cannot match (a label no review can have)
+        return False
+    sql, params = kept.values("pk").query.sql_with_params()
+    where.of_tapes(Picked(sql, params, kept.values("pk", "next_pos").query.sql_with_params()[0]), keep=True)
+    return True
 
 
 def _dated(where: Where, since: date | None, until: date | None) -> bool:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django import forms
+from django.db.models import Q
 
+from tapeview.tapes import expression
 from tapeview.tapes.models import Anchor, Tape
 
 from .engine import ORDERS
@@ -41,9 +43,17 @@ class SearchForm(forms.Form):
     to_anchor = forms.IntegerField(required=False, min_value=1, max_value=LAST_POS)
     review_label = forms.CharField(required=False, max_length=40, label="Reviewed with label")
     review_score = forms.IntegerField(required=False, min_value=1, max_value=5, label="Reviewed with score")
+    filter = forms.CharField(required=False, label="Filter")  # the filter language of the session index
     # memory
     store = forms.CharField(required=False, max_length=32)
     store_kind = forms.CharField(required=False, max_length=40)
+
+    def clean_filter(self) -> Q | None:
+        text = self.cleaned_data.get("filter") or ""
+        try:
+            return expression.tape_q(text) if text else None
+        except expression.FilterError as exc:
+            raise forms.ValidationError(f"The filter does not parse: {exc}.") from None
 
     def clean(self) -> dict:
         data = super().clean()
@@ -91,6 +101,7 @@ class SearchForm(forms.Form):
             "within": within,
             "review_label": data.get("review_label") or None,
             "review_score": data.get("review_score"),
+            "kept": data.get("filter"),
         }
 
     def memory_filters(self) -> dict:

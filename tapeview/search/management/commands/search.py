@@ -8,6 +8,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError, connection
+from ninja.errors import HttpError
 from ninja.responses import NinjaJSONEncoder
 from pydantic import ValidationError
 
@@ -31,6 +32,9 @@ class Command(BaseCommand):
         parser.add_argument("--source", help="only this source's tapes (its label)")
         parser.add_argument("--since", metavar="YYYY-MM-DD", help="only entries of this day (UTC) or later")
         parser.add_argument(
+            "--filter", metavar="EXPR", help="only the tapes it keeps: the session index's filter language"
+        )
+        parser.add_argument(
             "--limit", type=int, default=50, help="at most this many hits (default 50, up to 500)"
         )
         parser.add_argument("--json", action="store_true", help="print the API's JSON answer instead")
@@ -42,6 +46,7 @@ class Command(BaseCommand):
             "kinds": ",".join(kind) or None,
             "source": source,
             "since": since,
+            "filter": options.get("filter"),
             "limit": options["limit"],
         }
         remote = remote_from(options)
@@ -83,6 +88,8 @@ def _local(params: dict) -> dict:
         if SearchedTape._meta.db_table not in connection.introspection.table_names():
             raise refuse("no index here yet: run `tapeview index` (or `tapeview serve`) first")
         return hit_page(filters)
+    except HttpError as exc:  # a filter that does not parse: where, and what was expected
+        raise refuse(f"--{exc}") from None
     except DatabaseError as exc:
         raise refuse(f"the index refused the search: {exc}") from None
 
