@@ -235,8 +235,8 @@ def _read_memory(request: HttpRequest, args: MemoryArgs) -> dict:
 TOOLS = [
     Tool(
         "list_sessions",
-        "The session index: every tape, filtered (q, source, host, kind, errors) and sorted; paged by "
-        "cursor.",
+        "The session index: every tape, filtered (q, source, host, kind, errors, and filter: the filter "
+        'language, e.g. errors > 0 and kind == "bub", since:2d) and sorted; paged by cursor.',
         SessionsArgs,
         lambda request, args: tapes.list_tapes(request, _own(args, TapeFilters)),
         TapePageOut,
@@ -259,7 +259,7 @@ TOOLS = [
     Tool(
         "search",
         "Full-text search over every tape entry (of=tapes: source, tape, kinds, since, until, role, name, "
-        "label, score) or every memory store (of=memory: store, kind); best matches first.",
+        "label, score, filter) or every memory store (of=memory: store, kind); best matches first.",
         SearchArgs,
         _search,
         None,
