@@ -220,10 +220,10 @@ class _Parser:
         if value.kind not in ("string", "number", "duration", "date", "name"):
             raise self.expected(f"a value after {name} {op.text}")
         self.take()
-        return ("cmp", name, op.text, _value(name, field, op.text, value))
+        return ("cmp", name, op.text, _value(name, field, value))
 
 
-def _value(name: str, field: Field, op: str, token: Token) -> object:
+def _value(name: str, field: Field, token: Token) -> object:
     """The token as the field's type takes it, refused with its position when it cannot be one."""
     text = token.value if token.kind == "string" else token.text
     if field.type in ("text", "lookup"):
