@@ -279,3 +279,23 @@ class SuggestionForm(forms.Form):
 
 class LineageForm(forms.Form):
     cursor = forms.CharField(required=False, max_length=1000)
+
+
+class CompareForm(forms.Form):
+    """The compare page's query: two tapes (`a`, `b`, or `t` twice as the index's checkboxes send
+    them), optionally a phase of each, and where each side's aligned steps go on from."""
+
+    a = forms.CharField(required=False, max_length=200)
+    b = forms.CharField(required=False, max_length=200)
+    pa = forms.IntegerField(required=False, min_value=0, max_value=MAX_POS)
+    pb = forms.IntegerField(required=False, min_value=0, max_value=MAX_POS)
+    after_a = forms.IntegerField(required=False, min_value=0, max_value=MAX_POS)
+    after_b = forms.IntegerField(required=False, min_value=0, max_value=MAX_POS)
+
+    def __init__(self, query, *args, **kwargs) -> None:
+        data = query.copy()
+        picked = [key for key in query.getlist("t") if key][:2]
+        for name, key in zip(("a", "b"), picked, strict=False):
+            if not data.get(name):
+                data[name] = key
+        super().__init__(data, *args, **kwargs)

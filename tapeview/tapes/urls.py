@@ -9,6 +9,7 @@ app_name = "tapes"
 urlpatterns = [
     path("", views.tape_list, name="tape_list"),
     path("sources/", views.source_list, name="source_list"),
+    path("compare/", views.compare.tape_compare, name="tape_compare"),
     path("saved-views/", views.sessions.savedview_create, name="savedview_create"),
     path("saved-views/<int:pk>/delete", views.sessions.savedview_delete, name="savedview_delete"),
     path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),

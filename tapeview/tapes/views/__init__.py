@@ -1,11 +1,13 @@
 """Tape pages, one module per page family: the session index, a tape's timeline and its pages, the handoff."""
 
+from . import compare
 from .handoff import tape_handoff
 from .lineage import tape_lineage
 from .sessions import source_list, tape_list
 from .timeline import entry_detail, entry_raw, tape_context, tape_detail, tape_export
 
 __all__ = [
+    "compare",
     "entry_detail",
     "entry_raw",
     "source_list",
