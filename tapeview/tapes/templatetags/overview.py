@@ -40,3 +40,12 @@ def overview_bars(context: template.Context, data: figures.Overview, measure: st
 def rate(value: float | None) -> str:
     """A share to one decimal place (0.8%): an error rate is often below one percent."""
     return "–" if value is None else f"{value:.1%}"
+
+
+@register.filter
+def span(data: figures.Overview) -> str:
+    """The range the bars cover, in words: "20 Nov 2026 to 23 Nov 2026 (UTC)"."""
+    if not data.buckets:
+        return ""
+    shown = timebars.WHEN[data.unit]
+    return f"{data.buckets[0].start.strftime(shown)} to {data.buckets[-1].start.strftime(shown)} (UTC)"
