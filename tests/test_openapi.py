@@ -73,6 +73,13 @@ def real_ids(case) -> None:
             pick = sum(params[name].encode()) % (len(keys) + 1)
             if pick < len(keys):
                 params[name] = keys[pick]
+    query = case.query if isinstance(case.query, dict) else {}
+    tape_keys = list(Tape.objects.order_by("pk").values_list("key", flat=True))
+    for name in ("a", "b"):  # GET /api/compare's two tapes
+        if isinstance(query.get(name), str):
+            pick = sum(query[name].encode()) % (len(tape_keys) + 1)
+            if pick < len(tape_keys):
+                query[name] = tape_keys[pick]
     if isinstance(params.get("pos"), int) and not isinstance(params["pos"], bool):
         params["pos"] %= 120  # the sample tapes have up to 97 lines
     body = case.body if isinstance(case.body, dict) else {}

@@ -190,6 +190,12 @@ def test_the_route_is_in_the_openapi_document(reader) -> None:
     assert op["operationId"] == "get_comparison"
     assert {p["name"] for p in op["parameters"]} >= {"a", "b", "pa", "pb", "after_a", "after_b", "limit"}
     assert {"200", "404", "422"} <= set(op["responses"])
+    # Its shapes are its own: the lineage's diff keeps its name and fields.
+    schemas = doc["components"]["schemas"]
+    assert set(schemas["StateDiffOut"]["properties"]) == {"added", "removed", "changed", "summary"}
+    answer = schemas[op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]]
+    state = schemas[answer["properties"]["state_diff"]["$ref"].split("/")[-1]]
+    assert set(state["properties"]) == {"same", "changes", "more", "summary"}
 
 
 def test_the_page_shows_both_sides_and_the_steps(pair, viewer_client) -> None:

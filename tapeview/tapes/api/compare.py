@@ -81,7 +81,7 @@ class ChangeOut(Schema):
     b: str | None
 
 
-class StateDiffOut(Schema):
+class StateChangesOut(Schema):
     same: bool
     changes: list[ChangeOut]
     more: int = Field(description=f"changes past the first {comparison.DIFFS}, not listed")
@@ -119,7 +119,7 @@ class AlignmentOut(Schema):
 class CompareOut(Schema):
     a: SideOut
     b: SideOut
-    state_diff: StateDiffOut
+    state_diff: StateChangesOut
     alignment: AlignmentOut
 
 
