@@ -69,7 +69,9 @@ def test_a_timeline_leads_to_the_compare_page_with_its_session_chosen(
     label = page.locator("main h1").first.text_content()
     page.get_by_role("link", name="Compare…").click()
     sessions = page.get_by_role("combobox", name="session", exact=True)
-    expect(sessions.first.locator("option:checked")).to_have_text(re.compile(re.escape((label or "").strip()[:20])))
+    expect(sessions.first.locator("option:checked")).to_have_text(
+        re.compile(re.escape((label or "").strip()[:20]))
+    )
     sessions.nth(1).select_option(index=1)
     page.get_by_role("button", name="Compare").click()
     expect(page.get_by_role("heading", name="Steps aligned")).to_be_visible()
