@@ -9,8 +9,3 @@ class TapesConfig(AppConfig):
     # keeping it lets a database made by an earlier version migrate in place.
     label = "tapeview"
     verbose_name = "Tapes"
-
-    def ready(self) -> None:
-        from .overview import register_filters
-
-        register_filters()  # the session index's since/until, which its bars over time link to

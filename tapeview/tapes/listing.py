@@ -55,7 +55,7 @@ def tapes(
     `kind` an agent family (KINDS); `errors` keeps the tapes with at least one error; `host` the
     host that indexed them (a fleet's); `narrow` gives values of the registered narrowings; `expr`
     is an expression of the filter language (expression.FilterError when it is not one); `since`
-    and `until` keep the sessions active in that time (as the language's since: and until:).
+    and `until` keep the sessions last active in [since, until), as the bars over time count them.
     """
     where = expression.tape_q(expr) if expr else Q()  # refused before any work
     discovery.sync_if_stale()
@@ -73,7 +73,7 @@ def tapes(
     if since:
         found = found.filter(last_at__gte=since)
     if until:
-        found = found.filter(first_at__lte=until)
+        found = found.filter(last_at__lt=until)
     for name, value in (narrow or {}).items():
         if value not in (None, "") and name in NARROWINGS:
             found = NARROWINGS[name].narrow(found, value)

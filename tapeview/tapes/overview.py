@@ -11,11 +11,9 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django import forms
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import Trunc
 
-from .listing import add_narrowing
 from .models import Anchor, Tape
 
 HOURS = 48  # a range up to this many hours is drawn by the hour
@@ -173,14 +171,3 @@ def _spread(rows: QuerySet, duration) -> Spread:
 
 
 LINK_FORMAT = "%Y-%m-%dT%H:%M"  # as a datetime-local control holds it, in UTC (settings.TIME_ZONE)
-
-
-def _moment(label: str) -> forms.DateTimeField:
-    control = forms.DateTimeInput({"type": "datetime-local", "step": "60"}, LINK_FORMAT)
-    return forms.DateTimeField(required=False, label=label, widget=control)
-
-
-def register_filters() -> None:
-    """The index's `since` and `until`: sessions whose last activity falls in [since, until)."""
-    add_narrowing("since", _moment("active from"), lambda tapes, since: tapes.filter(last_at__gte=since))
-    add_narrowing("until", _moment("until"), lambda tapes, until: tapes.filter(last_at__lt=until))

@@ -104,7 +104,7 @@ def test_the_time_range_keeps_the_sessions_active_in_it(viewer_client, families,
 def test_a_custom_range_takes_since_and_until(viewer_client, families) -> None:
     text = page(viewer_client, range="custom", since="2026-11-01T00:00", until="2026-11-15T00:00")
     expected = sessions(
-        last_at__gte=datetime(2026, 11, 1, tzinfo=UTC), first_at__lte=datetime(2026, 11, 15, tzinfo=UTC)
+        last_at__gte=datetime(2026, 11, 1, tzinfo=UTC), last_at__lt=datetime(2026, 11, 15, tzinfo=UTC)
     )
     assert labels(text) == expected != set()
     assert 'name="since" value="2026-11-01T00:00"' in text and 'name="until" value="2026-11-15T00:00"' in text

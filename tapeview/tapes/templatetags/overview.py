@@ -29,6 +29,7 @@ def overview_bars(context: template.Context, data: figures.Overview, measure: st
     index = reverse("tapes:tape_list")
 
     def link(bucket: figures.Bucket) -> str:
+        query["range"] = "custom"  # the index's time range picker, as the bar's own span
         query["since"] = bucket.start.strftime(figures.LINK_FORMAT)
         query["until"] = bucket.end.strftime(figures.LINK_FORMAT)
         return f"{index}?{query.urlencode()}"
