@@ -274,6 +274,13 @@ enum {
     S_CACHED,                                     /* its prompt_tokens_details */
     S_CONTEXT,                                    /* the line's meta */
     S_MESSAGE, S_ERROR_KIND,                      /* one of a tool result's results */
+    /* Bub's next format (lane_next.h) */
+    N_SPECVERSION, N_ID, N_SOURCE, N_TYPE, N_TIME, N_DATA, N_CONTEXT,           /* the line */
+    N_STEP_SOURCE, N_MESSAGE, N_OBSERVATION, N_TOOL_CALLS, N_MODEL_NAME,         /* its step */
+    N_METRICS, N_EFFORT, N_REASONING,
+    N_RESULTS, N_CONTENT,                         /* its observation, the first result */
+    N_MODEL, N_USAGE, N_TOTAL, N_PROMPT, N_COMPLETION, N_DETAILS, N_CACHED, /* a fact's payload */
+    N_STATUS, N_NAME, N_STATE,
     SLOTS
 };
 
@@ -282,6 +289,7 @@ typedef struct Spec {
     const char *const *names;
     const int *slots;
     const struct Spec *const *nested; /* the spec of an object value, or NULL */
+    int plain_keys; /* every key must be a CloudEvents name, [a-z0-9]+ (Bub's next format's line) */
 } Spec;
 
 static const char *const CACHED_NAMES[] = {"cached_tokens"};
@@ -308,9 +316,19 @@ typedef struct {
     Span at[SLOTS];
     int64_t calls, results; /* payload.calls and payload.results: how many */
     int error_result; /* payload.results holds an error ({"message", "kind", ...}) */
+    int first_object; /* (Bub's next format) observation.results' first item is an object */
 } Found;
 
 static cur members(cur p, cur e, int depth, const Spec *spec, Found *found);
+static cur first_item_end(cur p, cur e, int depth, Found *found);
+
+/* A CloudEvents attribute or extension name: [a-z0-9]+ (every attribute CloudEvents 1.0 names is one). */
+static int extension_name(cur key, Py_ssize_t len) {
+    if (len <= 0) return 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (!((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9'))) return 0;
+    return 1;
+}
 
 static const char *const RESULT_NAMES[] = {"message", "kind"};
 static const int RESULT_SLOTS[] = {S_MESSAGE, S_ERROR_KIND};
@@ -354,6 +372,7 @@ static cur members(cur p, cur e, int depth, const Spec *spec, Found *found) {
         cur key = p + 1, after = string_end(p, e, &escaped);
         if (!after || escaped) return NULL;
         Py_ssize_t len = after - key - 1;
+        if (spec->plain_keys && !extension_name(key, len)) return NULL;
         p = ws(after, e);
         if (p >= e || *p != ':') return NULL;
         p = ws(p + 1, e);
@@ -370,9 +389,11 @@ static cur members(cur p, cur e, int depth, const Spec *spec, Found *found) {
             if (found->at[slot].p) return NULL;
             if (p < e && *p == '{' && spec->nested[which])
                 p = members(p, e, depth + 1, spec->nested[which], found);
-            else if (p < e && *p == '[' && (slot == S_RESULTS || slot == S_CALLS))
+            else if (p < e && *p == '[' && (slot == S_RESULTS || slot == S_CALLS || slot == N_TOOL_CALLS))
                 p = items_end(p, e, depth + 1, slot == S_RESULTS, &found->error_result,
-                              slot == S_CALLS ? &found->calls : &found->results);
+                              slot == S_RESULTS ? &found->results : &found->calls);
+            else if (p < e && *p == '[' && slot == N_RESULTS)
+                p = first_item_end(p, e, depth + 1, found);
             else
                 p = value_end(p, e, depth + 1);
             found->at[slot].p = start, found->at[slot].end = p;
@@ -575,6 +596,8 @@ typedef struct {
     int has_last_prompt;
     int model; /* a name code, -1: none */
     PyObject *anchor; /* the anchor take() last stopped at, read (anchor()) */
+    unsigned char *scratch; /* (Bub's next format) a fact's payload, its JSON string unescaped */
+    Py_ssize_t scratch_cap;
 } Lane;
 
 /* packing.from_micros(): the UTC datetime of microseconds since the epoch (years 1900-2100,
@@ -660,7 +683,7 @@ static void Lane_dealloc(Lane *self) {
     for (Py_ssize_t i = 0; i < self->name_count; i++) free(self->name_bytes[i]);
     free(self->name_bytes), free(self->name_lens), free(self->roles);
     free(self->pos), free(self->offset), free(self->length), free(self->id), free(self->date);
-    free(self->kind), free(self->flags), free(self->name);
+    free(self->kind), free(self->flags), free(self->name), free(self->scratch);
     Py_XDECREF(self->names);
     Py_XDECREF(self->anchor);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -680,6 +703,8 @@ static PyObject *anchor_tuple(Line *L, cur base, cur nl) {
                          state_end);
 }
 
+#include "lane_next.h"
+
 static int is_blank(cur p, cur e) { /* bytes.strip()'s whitespace only */
     for (; p < e; p++)
         if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\x0b' && *p != '\x0c') return 0;
@@ -692,7 +717,7 @@ static int is_blank(cur p, cur e) { /* bytes.strip()'s whitespace only */
  * taken (2), data ends (0), or an anchor the lane read (3: it starts at `at`; anchor() gives it
  * until the next take()). `labels`: the session's label is still wanted, so messages and
  * loop.start are Python's. `errors`: the tape has overflowed, so an error is counted here too. */
-static PyObject *Lane_take(Lane *self, PyObject *args) {
+static PyObject *take_lines(Lane *self, PyObject *args, int next) {
     Py_buffer buf;
     Py_ssize_t at, room;
     long long pos, offset;
@@ -718,7 +743,13 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
             stopped = 2;
             break;
         }
-        int role = 0, model = -1, read = read_line(line, nl, &L, labels, errors);
+        int role = 0, model = -1;
+        int read = next ? read_next(self, line, nl, &L, labels, errors) : read_line(line, nl, &L, labels, errors);
+        if (read < 0) {
+            PyBuffer_Release(&buf);
+            return PyErr_NoMemory();
+        }
+        if (next) L.id = pos; /* position is the id (formats/bub-next.md §0) */
         if (read && L.kind == K_ANCHOR) {
             self->anchor = anchor_tuple(&L, base, nl);
             if (!self->anchor) {
@@ -761,6 +792,11 @@ static PyObject *Lane_take(Lane *self, PyObject *args) {
     PyBuffer_Release(&buf);
     return Py_BuildValue("nLi", at, pos, stopped);
 }
+
+static PyObject *Lane_take(Lane *self, PyObject *args) { return take_lines(self, args, 0); }
+
+/* take_next(...): take(), over lines of Bub's next format (lane_next.h, tapes/nextlane.py). */
+static PyObject *Lane_take_next(Lane *self, PyObject *args) { return take_lines(self, args, 1); }
 
 /* settle() -> None, or the counts of the lines taken since the last settle():
  * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model, errors), low and high
@@ -861,6 +897,7 @@ static PyMethodDef module_methods[] = {
 
 static PyMethodDef Lane_methods[] = {
     {"take", (PyCFunction)Lane_take, METH_VARARGS, "take(data, at, pos, offset, room, labels, errors=False) -> (at, pos, stopped)"},
+    {"take_next", (PyCFunction)Lane_take_next, METH_VARARGS, "take() over lines of Bub's next format"},
     {"settle", (PyCFunction)Lane_settle, METH_NOARGS, "the counts since the last settle(), or None"},
     {"drain", (PyCFunction)Lane_drain, METH_NOARGS, "the columns since the last drain()"},
     {"anchor", (PyCFunction)Lane_anchor, METH_NOARGS, "the anchor take() last stopped at, or None"},

@@ -7,6 +7,11 @@ is taken only when it passes the checks Bub's next reader makes (sources.bub_nex
 the line's keys and its step's keys are checked once per shape, and remembered). Every other line
 (anchors, errors, a status to read, a label still wanted, anything unusual) goes to the indexer's
 full path, which reads it exactly as Bub's next reader does.
+
+Where the compiled lane is built (tapes/_lane.c, its Bub-next reader in tapes/lane_next.h), it takes
+the lines this lane would take, a block at a time and without a Python object per line, as
+tapes.blocklane does for 0.5.1 lines; this module's own loop is then the reference it is tested
+against, and the lane where it is not built.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from tapeview.sources.bub_next_lines import AGENT_ONLY, ATTRIBUTES, PREFIX, SOUR
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT
 from tapeview.sources.python_json import count, reports_usage
 
-from . import fastlane
-from .blocklane import Blocks
+from . import blocklane, fastlane
+from .blocklane import DECLINED, Blocks, native, settle
+from .blocklane import FULL as FILLED  # (take_next stopped: the batch is full)
 from .fastlane import NOT_PARSED, Counted
 from .phase_tally import MODEL_EVENTS
 
@@ -63,8 +69,51 @@ def _shape(etype: str, source: str | None, keys: tuple) -> tuple[int, str, str, 
 
 
 def index_lines(run: fastlane.Run, items: Blocks) -> None:
-    """Index the lines of `read`'s blocks in file order (split here, without a generator between:
-    a tenth of the lane's time); a line too long to parse is the Entry its head makes (bub.lines)."""
+    """Index the lines of `read`'s blocks in file order: in compiled code where it is built."""
+    if native is None:
+        blocklane._not_built()
+        python_lines(run, items)
+    else:
+        compiled_lines(run, items)
+
+
+def compiled_lines(run: fastlane.Run, items: Blocks) -> None:
+    """index_lines by the compiled lane (Lane.take_next), each line it leaves down the full path."""
+    lane, pos = native.Lane(), items.first_pos
+    for offset, data, end in items:
+        if end < 0:  # one line too long to read whole
+            settle(run, lane)
+            run.full(pos, offset, big_line(data, pos, offset, -end), NOT_PARSED)
+            pos += 1
+            continue
+        at = 0
+        while at < end:
+            if run.tally.current is not None:  # (before the first entry, the full path starts a phase)
+                rows = run.rows
+                rows.lane = lane
+                room, labels = run.size - len(rows), run.wants_label()
+                at, pos, stopped = lane.take_next(data, at, pos, offset, room, labels, run.tape.overflowed)
+                if stopped == FILLED:
+                    settle(run, lane)
+                    run.flush()
+                    continue
+                if stopped != DECLINED:
+                    break
+            stop = data.index(b"\n", at)
+            line, length, where = data[at:stop], stop + 1 - at, offset + at
+            settle(run, lane)
+            if length > SCAN_PARSE_LIMIT:
+                run.full(pos, where, big_line(line[:DISPLAY_PREVIEW_BYTES], pos, where, length), NOT_PARSED)
+            elif line.strip():
+                run.full(pos, where, line, NOT_PARSED)
+            at, pos = stop + 1, pos + 1
+    settle(run, lane)
+    run.rows.lane = lane
+
+
+def python_lines(run: fastlane.Run, items: Blocks) -> None:
+    """index_lines in Python (split here, without a generator between: a tenth of the lane's time);
+    a line too long to parse is the Entry its head makes (bub.lines)."""
     loads, decode_error, fromiso = orjson.loads, orjson.JSONDecodeError, datetime.fromisoformat
     tape, tally, size = run.tape, run.tally, run.size
     plain_run = Counted()
