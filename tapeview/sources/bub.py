@@ -14,11 +14,10 @@ from urllib.parse import unquote
 
 import orjson
 
-from . import bub_acp, bub_next
+from . import bub_acp, bub_lines, bub_next, bub_next_lines
 from .bub_lines import (
     DISPLAY_PARSE_LIMIT,
     PREVIEW_BYTES,
-    big_line,
     is_tool_error,
     preview,
     too_big,
@@ -100,14 +99,18 @@ def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     """Entries of complete lines from byte `start` on; an unfinished last line is left alone. Each
     file is read in its own format, 0.5.1's or the next release's (sources.bub_next)."""
     fmt = bub_next.file_format(path)
-    for pos, offset, line in lines(path, start, first_pos):
+    for pos, offset, line in lines(path, start, first_pos, fmt):
         yield line if isinstance(line, Entry) else bub_next.parse(fmt, line + b"\n", pos, offset)
 
 
-def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int, int, bytes | Entry]]:
+def lines(
+    path: Path, start: int = 0, first_pos: int = 1, fmt: str = ""
+) -> Iterator[tuple[int, int, bytes | Entry]]:
     """(pos, offset, line) of the complete lines from byte `start` on, blank ones passed over: a
-    line is its bytes without the newline, or, too long to parse, the Entry its head makes. For the
-    indexer's bulk path: the file is read a block at a time (`blocks`), as `scan` would read it by line."""
+    line is its bytes without the newline, or, too long to parse, the Entry its head makes (in the
+    file's format `fmt`, sources.bub_next.file_format). For the indexer's bulk path: the file is read
+    a block at a time (`blocks`), as `scan` would read it by line."""
+    big_line = _big_line(fmt)
     pos = first_pos
     for offset, data, end in blocks(path, start):
         if end < 0:
@@ -122,6 +125,11 @@ def lines(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[tuple[int,
                 yield pos, offset, line
             offset += length
             pos += 1
+
+
+def _big_line(fmt: str):
+    """What reads a line too long to read whole, from its head, in format `fmt`."""
+    return bub_next_lines.big_line if fmt == bub_next_lines.FORMAT else bub_lines.big_line
 
 
 def blocks(path: Path, start: int = 0) -> Iterator[tuple[int, bytes, int]]:
@@ -172,6 +180,7 @@ def read_entries(path: Path, spans: Iterable[tuple[int, int, int]]) -> list[Entr
     if not spans:
         return []
     out, fmt = [], bub_next.file_format(path)
+    big_line = _big_line(fmt)
     with open_file(path) as f:
         for pos, offset, length in spans:
             f.seek(offset)

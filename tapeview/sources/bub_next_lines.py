@@ -18,7 +18,7 @@ import orjson
 
 from . import python_json
 from .bub_lines import NON_PHASE_PREFIXES, preview
-from .model import Entry, unreadable
+from .model import DISPLAY_PREVIEW_BYTES, Entry, unreadable
 
 FORMAT = "bub-next"  # Entry.meta["format"] of every entry read here
 PREFIX, SUFFIX = "build.bub.", ".v1"
@@ -37,6 +37,11 @@ STATUS_EVENTS = ("command", "spill.write", "sidecar.archive", "sidecar.reset", "
 REFUSED = "Bub's next release refuses the whole tape for it"
 OLD_LINE_IN_NEXT = "a line in Bub 0.5.1's format in a tape of Bub's next format"
 _OLD_HEAD = re.compile(rb'^[ \t\r]*\{[ \t\r]*"id"[ \t\r]*:[ \t\r]*-?\d')
+# Bub writes every attribute before `data`, and the step's `step_id` and `source` first in it (§2, §4):
+# what a line too long to read whole is can be read from its head.
+_DATA = b', "data": {"step_id": '
+_STEP_SOURCE = re.compile(rb'-?\d+, "source": "(system|user|agent)"')
+_ANCHOR_NAME = re.compile(rb'"content": "\{\\"name\\":\\"([^"\\]*)\\"')
 
 
 def is_event_line(raw: bytes) -> bool:
@@ -60,6 +65,31 @@ def parse_line(raw: bytes, pos: int, offset: int) -> Entry:
         except (ValueError, RecursionError):
             return _unreadable(raw, pos, offset, "malformed JSON")
     return parsed_line(python_json.exact(obj, raw), raw, pos, offset)
+
+
+def big_line(head: bytes, pos: int, offset: int, length: int) -> Entry:
+    """A line of `length` bytes too long to read whole (sources.model.SCAN_PARSE_LIMIT), read from
+    its `head`: its attributes and its step's source, its content left out (the entry is truncated)."""
+    at = head.find(_DATA)
+    step = _STEP_SOURCE.match(head, at + len(_DATA)) if at > 0 else None
+    try:
+        obj = orjson.loads(head[:at] + b"}") if step else None
+    except orjson.JSONDecodeError:
+        obj = None
+    if type(obj) is not dict or "data" in obj:
+        why = f"a line of {length:,} bytes, too long to read whole, whose head shows no event's attributes"
+        return unreadable(pos, offset, length, why, preview(head))
+    obj["data"] = {"source": step[1].decode(), "message": ""}
+    e = parsed_line(obj, head, pos, offset)
+    e.length = length
+    if not e.readable:
+        return e
+    e.truncated, e.preview = True, preview(head, limit=DISPLAY_PREVIEW_BYTES)
+    name = _ANCHOR_NAME.search(head, at) if e.kind == "anchor" else None
+    if name is not None:
+        e.name = e.payload["name"] = name[1].decode("utf-8", "replace")
+        e.phase = not e.name.startswith(NON_PHASE_PREFIXES)
+    return e
 
 
 def parsed_line(obj: object, raw: bytes, pos: int, offset: int) -> Entry:

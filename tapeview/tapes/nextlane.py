@@ -21,14 +21,21 @@ from pathlib import Path
 
 import orjson
 
-from tapeview.sources.bub_lines import big_line
 from tapeview.sources.bub_next_lines import _EXTENSION as EXTENSION
-from tapeview.sources.bub_next_lines import AGENT_ONLY, ATTRIBUTES, PREFIX, SOURCES, STATUS_EVENTS, SUFFIX
+from tapeview.sources.bub_next_lines import (
+    AGENT_ONLY,
+    ATTRIBUTES,
+    PREFIX,
+    SOURCES,
+    STATUS_EVENTS,
+    SUFFIX,
+    big_line,
+)
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT
 from tapeview.sources.python_json import count, reports_usage
 
 from . import blocklane, fastlane
-from .blocklane import DECLINED, Blocks, native, settle
+from .blocklane import DECLINED, Blocks, settle
 from .blocklane import FULL as FILLED  # (take_next stopped: the batch is full)
 from .fastlane import NOT_PARSED, Counted
 from .phase_tally import MODEL_EVENTS
@@ -70,7 +77,7 @@ def _shape(etype: str, source: str | None, keys: tuple) -> tuple[int, str, str, 
 
 def index_lines(run: fastlane.Run, items: Blocks) -> None:
     """Index the lines of `read`'s blocks in file order: in compiled code where it is built."""
-    if native is None:
+    if blocklane.native is None:
         blocklane._not_built()
         python_lines(run, items)
     else:
@@ -79,7 +86,7 @@ def index_lines(run: fastlane.Run, items: Blocks) -> None:
 
 def compiled_lines(run: fastlane.Run, items: Blocks) -> None:
     """index_lines by the compiled lane (Lane.take_next), each line it leaves down the full path."""
-    lane, pos = native.Lane(), items.first_pos
+    lane, pos = blocklane.native.Lane(), items.first_pos
     for offset, data, end in items:
         if end < 0:  # one line too long to read whole
             settle(run, lane)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tapeview.sources import bub
-from tapeview.tapes import index, nextlane
+from tapeview.tapes import blocklane, index, nextlane
 from tests.tapes.indexed import indexed
 
 from .next_tapes import FIXTURES, make_home
@@ -110,9 +110,14 @@ def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(("seed", "block", "batch"), [(1, 1 << 20, 4096), (2, 4096, 4096), (3, 700, 4096)])
-def test_the_bulk_path_indexes_what_the_full_path_does(tmp_path, monkeypatch, seed, block, batch) -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_the_bulk_path_indexes_what_the_full_path_does(
+    tmp_path, monkeypatch, seed, block, batch, compiled
+) -> None:
     monkeypatch.setattr(bub, "BLOCK", block)
     monkeypatch.setattr(index._Run, "size", batch)
+    if not compiled:  # the Python lane: where tapes/_lane.c is not built
+        monkeypatch.setattr(blocklane, "native", None)
     home = write_folder(tmp_path / "a", seed)
     fast = indexed("fast", home)
     full_path_only(monkeypatch)
@@ -129,3 +134,36 @@ def test_it_takes_most_lines_itself(tmp_path, monkeypatch) -> None:
     indexed("fast", home)
     # the anchors, errors, status events and the first message (for the label) of 169 + 10 + 16 + 41 lines
     assert len(taken) < 40
+
+
+def test_a_line_too_long_to_read_whole_is_read_from_its_head(tmp_path, monkeypatch) -> None:
+    home = make_home(tmp_path / "a", old=False)
+    tape = next(home.glob("*0b871d5e50e7c192.jsonl"))
+    big = copy.deepcopy(
+        next(e for e in events() if e["type"].endswith("message.v1") and e["data"]["source"] == "user")
+    )
+    big["data"]["message"] = [{"type": "text", "text": "x" * (5 << 20)}]
+    result = of_type("tool.completed")
+    result["data"]["observation"]["results"][0]["content"] = json.dumps({"result": "y" * (5 << 20)})
+    headless = {"data": big["data"], **{k: v for k, v in big.items() if k != "data"}}
+    with tape.open("ab") as f:
+        f.write(b"".join(json.dumps(o).encode() + b"\n" for o in (big, result, headless)))
+    lanes = {}
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(blocklane, "native", None)
+        lanes[compiled] = indexed(f"lane{compiled}", home)
+    assert lanes[True] == lanes[False]
+    stats, _, rows = lanes[True][tape.name]
+    assert stats["entries"] == 169 + 2 and stats["unreadable"] == 1
+    last = {r.pos: r for r in rows}
+    assert (last[170].kind, last[170].name, last[171].kind, last[171].name) == (
+        "message",
+        "user",
+        "event",
+        "tool.completed",
+    )
+    assert not last[172].readable
+    entries = list(bub.scan(tape))[-3:]
+    assert [e.readable for e in entries] == [True, True, False] and entries[0].truncated
+    assert "too long to read whole" in entries[2].problem
