@@ -4,11 +4,14 @@
  *
  * A line is taken only where the Python lane takes it: valid JSON (the checks _lane.c makes for
  * 0.5.1 lines), CloudEvents' attributes and extension names, TapeRecord's rules for the step, a
- * time in the form Bub writes, and a type the lane counts (a message, a fact that is no error and
- * needs no status read). A model call's usage and the model a loop.start, run or model_switch
- * names are read from the fact's payload, a JSON text inside a JSON string, unescaped into the
- * Lane's scratch buffer and checked as strictly. Every other line stops the scan and goes to
- * Python. tests/tapes/test_nextlane_native.py holds this to that. */
+ * time in the form Bub writes, and a type the lane counts (a message, a fact). A model call's usage
+ * and the model a loop.start, run or model_switch names are read from the fact's payload, a JSON
+ * text inside a JSON string, unescaped into the Lane's scratch buffer and checked as strictly.
+ * Besides, a failed operation and a status event (whose payload's status says whether it is an
+ * error), which that lane leaves to the full path, are taken where they are counted as the full
+ * path counts them: an error only where it cannot be what tells the tape's context overflowed.
+ * Every other line (an anchor, an "error" event) stops the scan and goes to Python.
+ * tests/tapes/test_nextlane_native.py holds this to that. */
 
 static const char *const N_RESULT_NAMES[] = {"content"};
 static const int N_RESULT_SLOTS[] = {N_CONTENT};
@@ -35,13 +38,17 @@ static const char *const N_USAGE_NAMES[] = {"total_tokens", "prompt_tokens", "co
                                             "prompt_tokens_details"};
 static const int N_USAGE_SLOTS[] = {N_TOTAL, N_PROMPT, N_COMPLETION, N_DETAILS};
 static const Spec N_USED = {4, N_USAGE_NAMES, N_USAGE_SLOTS, (const Spec *const[]){NULL, NULL, NULL, &N_DETAILED}, 0};
-static const char *const N_PAYLOAD_NAMES[] = {"model", "usage"};
-static const int N_PAYLOAD_SLOTS[] = {N_MODEL, N_USAGE};
-static const Spec N_PAYLOAD = {2, N_PAYLOAD_NAMES, N_PAYLOAD_SLOTS, (const Spec *const[]){NULL, &N_USED}, 0};
+static const char *const N_PAYLOAD_NAMES[] = {"model", "usage", "status"};
+static const int N_PAYLOAD_SLOTS[] = {N_MODEL, N_USAGE, N_STATUS};
+static const Spec N_PAYLOAD = {3, N_PAYLOAD_NAMES, N_PAYLOAD_SLOTS, (const Spec *const[]){NULL, &N_USED, NULL}, 0};
 
-/* The types whose lines the Python lane leaves to the full path (nextlane.FULL), less the prefix. */
-static const char *const N_FULL[] = {"context.anchor", "error",         "command",      "spill.write",
-                                     "sidecar.archive", "sidecar.reset", "sidecar.merge"};
+/* The types the full path reads besides (anchors, errors), less the prefix; and those whose payload's
+ * status says whether they are an error (bub_next_lines.STATUS_EVENTS). */
+static const char *const N_FULL[] = {"context.anchor", "error"};
+static const char *const N_STATUS_EVENTS[] = {"command", "spill.write", "sidecar.archive", "sidecar.reset",
+                                              "sidecar.merge"};
+/* What a provider's context-length refusal says (phase_tally.OVERFLOW_WORDS), lower case. */
+static const char *const N_OVERFLOW_WORDS[] = {"context_length_exceeded", "maximum context length", "context window"};
 
 /* After the list at p, or NULL: its first item, where it is an object, read by N_RESULT
  * (found->first_object set); every item checked. */
@@ -104,21 +111,73 @@ static Py_ssize_t unescape(cur p, cur e, unsigned char *out) {
     return o - out;
 }
 
-/* A fact's payload (nextlane._payload) and what it tells (nextlane._model_and_usage): a model's
- * name, or with `completed` a model call's usage. 1: read (a payload that is not an object, or
- * not there, tells nothing); 0: the Python lane's (the payload is no JSON orjson reads); -1: no memory. */
-static int next_payload(Lane *self, Found *f, Line *L, int completed) {
+/* A fact's payload text (data.observation.results[0].content, bub_next_lines.event_payload), unescaped
+ * into the Lane's scratch buffer: 1 (*q, *qe), 0: there is none (the payload is {}), -1: no memory. */
+static int payload_text(Lane *self, Found *f, cur *q, cur *qe) {
     Span content = f->at[N_CONTENT];
     if (!is_object(f->at[N_OBSERVATION]) || !f->at[N_RESULTS].p || *f->at[N_RESULTS].p != '[' ||
         !f->first_object || !is_string(content))
-        return 1;
+        return 0;
     Py_ssize_t escaped = content.end - content.p - 2;
     if (self->scratch_cap < escaped + 1) {
         unsigned char *bigger = realloc(self->scratch, escaped + 1);
         if (!bigger) return -1;
         self->scratch = bigger, self->scratch_cap = escaped + 1;
     }
-    cur q = self->scratch, qe = q + unescape(content.p + 1, content.end - 1, self->scratch);
+    *q = self->scratch, *qe = *q + unescape(content.p + 1, content.end - 1, self->scratch);
+    return 1;
+}
+
+/* Whether text may say the context overflowed (phase_tally.says_overflow, which reads the JSON of the
+ * parsed payload, lower-cased): one of the words in it, in any case, or an escape that could spell
+ * one (\u...); the full path decides those. */
+static int may_say_overflow(cur p, cur e) {
+    for (cur at = p; at < e; at++) {
+        if (*at == '\\' && at + 1 < e && at[1] == 'u') return 1;
+        for (size_t w = 0; w < sizeof N_OVERFLOW_WORDS / sizeof *N_OVERFLOW_WORDS; w++) {
+            const char *word = N_OVERFLOW_WORDS[w];
+            size_t n = strlen(word), i = 0;
+            while (i < n && at + i < e && (at[i] >= 'A' && at[i] <= 'Z' ? at[i] + 32 : at[i]) == (unsigned char)word[i])
+                i++;
+            if (i == n) return 1;
+        }
+    }
+    return 0;
+}
+
+/* A fact that may be an error (a failed operation, or a status event whose payload's status is
+ * "error"), as the full path counts it (index._account, PhaseTally.add): L->error set where it is
+ * one. 1: read; 0: the full path's (a status unread, or an error that may tell the context
+ * overflowed while the tape has not yet: `overflowed`); -1: no memory. */
+static int next_error(Lane *self, Found *f, Line *L, int status, int overflowed) {
+    cur q = NULL, qe = NULL, text;
+    Py_ssize_t len;
+    int found = payload_text(self, f, &q, &qe);
+    if (found < 0) return -1;
+    L->error = !status;
+    if (status && found) {
+        Found g;
+        memset(&g, 0, sizeof g);
+        q = ws(q, qe);
+        cur end = q < qe && *q == '{' ? members(q, qe, 0, &N_PAYLOAD, &g) : NULL;
+        if (!end || ws(end, qe) != qe) return 0; /* (json.loads reads what orjson does not) */
+        if (is_string(g.at[N_STATUS])) {
+            if (!plain_string(g.at[N_STATUS], &text, &len)) return 0;
+            L->error = is_key(text, len, "error");
+        }
+    }
+    if (!L->error || overflowed) return 1;
+    if (may_say_overflow(L->name, L->name + L->name_len)) return 0;
+    return found ? !may_say_overflow(q, qe) : 1;
+}
+
+/* A fact's payload (nextlane._payload) and what it tells (nextlane._model_and_usage): a model's
+ * name, or with `completed` a model call's usage. 1: read (a payload that is not an object, or
+ * not there, tells nothing); 0: the Python lane's (the payload is no JSON orjson reads); -1: no memory. */
+static int next_payload(Lane *self, Found *f, Line *L, int completed) {
+    cur q, qe;
+    int found = payload_text(self, f, &q, &qe);
+    if (found <= 0) return found < 0 ? -1 : 1;
     Found g;
     memset(&g, 0, sizeof g);
     q = ws(q, qe);
@@ -143,11 +202,11 @@ static int next_payload(Lane *self, Found *f, Line *L, int completed) {
 
 static int nonempty_string(Span v) { return is_string(v) && v.end - v.p > 2; }
 
-/* 1: a line the Python lane takes, L saying what it is (its id is its position: the caller's);
- * 0: the Python lane's; -1: no memory. `labels`: the session's label is still wanted, so messages
- * and loop.start are Python's. (`errors`: not used yet; an error is always Python's.) */
-static int read_next(Lane *self, cur p, cur e, Line *L, int labels, int errors) {
-    (void)errors;
+/* 1: a line the Python lane takes, or (a failed operation, a status event) one the full path would
+ * count as this lane does; L says what it is (its id is its position: the caller's). 0: the Python
+ * lane's; -1: no memory. `labels`: the session's label is still wanted, so messages and loop.start
+ * are Python's. `overflowed`: the tape's context has overflowed, so no error's words need reading. */
+static int read_next(Lane *self, cur p, cur e, Line *L, int labels, int overflowed) {
     Found f;
     memset(&f, 0, sizeof f);
     memset(L, 0, sizeof *L);
@@ -174,9 +233,11 @@ static int read_next(Lane *self, cur p, cur e, Line *L, int labels, int errors) 
     Py_ssize_t name_len = type_len;
     if (type_len >= 10 && memcmp(type, "build.bub.", 10) == 0 && ends_with(type, type_len, ".v1"))
         name = type + 10, name_len = type_len > 13 ? type_len - 13 : 0; /* etype[10:-3] */
+    int status = 0, failed = ends_with(name, name_len, ".failed");
     for (size_t i = 0; i < sizeof N_FULL / sizeof *N_FULL; i++)
         if (is_key(name, name_len, N_FULL[i])) return 0;
-    if (ends_with(name, name_len, ".failed")) return 0;
+    for (size_t i = 0; i < sizeof N_STATUS_EVENTS / sizeof *N_STATUS_EVENTS; i++)
+        status |= is_key(name, name_len, N_STATUS_EVENTS[i]);
     if (!date_micros(when, when_len, &L->date)) return 0;
     if (is_key(name, name_len, "message")) {
         if (labels) return 0; /* the full path looks for the session's label in it */
@@ -190,13 +251,16 @@ static int read_next(Lane *self, cur p, cur e, Line *L, int labels, int errors) 
         L->kind = K_EVENT, L->name = name, L->name_len = name_len;
         int completed = is_key(name, name_len, "model.completed"), start = is_key(name, name_len, "loop.start");
         if (labels && start) return 0;
-        if (completed || start || is_key(name, name_len, "run") || is_key(name, name_len, "model_switch")) {
+        if (failed || status) {
+            int read = next_error(self, &f, L, status, overflowed);
+            if (read <= 0) return read;
+        } else if (completed || start || is_key(name, name_len, "run") || is_key(name, name_len, "model_switch")) {
             int read = next_payload(self, &f, L, completed);
             if (read <= 0) return read;
         }
     }
     Span context = f.at[N_CONTEXT];
     int in = context.p && context.end - context.p == 4 && memcmp(context.p, "true", 4) == 0;
-    L->flags = in ? IN_CONTEXT : OUT_OF_CONTEXT;
+    L->flags = (in ? IN_CONTEXT : OUT_OF_CONTEXT) | (L->error ? ERROR : 0);
     return 1;
 }
