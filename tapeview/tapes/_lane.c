@@ -280,7 +280,7 @@ enum {
     N_METRICS, N_EFFORT, N_REASONING,
     N_RESULTS, N_CONTENT,                         /* its observation, the first result */
     N_MODEL, N_USAGE, N_TOTAL, N_PROMPT, N_COMPLETION, N_DETAILS, N_CACHED, /* a fact's payload */
-    N_STATUS, N_NAME, N_STATE,
+    N_STATUS,
     SLOTS
 };
 
