@@ -17,12 +17,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tapeview.sources import Entry, reader
 from tapeview.tapes import copy_reader, timeline
+from tapeview.tapes import turns as tape_turns
 from tapeview.tapes.models import Tape
+from tapeview.tapes.turns import Position, Turn
 
-from . import turns as tape_turns
 from .models import Sent
 from .spans import Session, spans
-from .turns import Position, Turn
 
 BATCH = 500  # entries read from the index at a time
 TURNS_PER_REQUEST = 100  # a request's turns: a few hundred spans, far below a collector's size limit

@@ -24,8 +24,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from tapeview.sources.model import json_text
-
-from .turns import ModelCall, ToolCall, Turn, split_model
+from tapeview.tapes.turns import ModelCall, ToolCall, Turn, split_model
 
 CONTENT_LIMIT = 32 * 1024  # characters of one message, argument or result sent with the content
 SCOPE = InstrumentationScope("tapeview")

@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tapeview.otlp import delivery, live, spans, turns
+from tapeview.otlp import delivery, live, spans
 from tapeview.sources import reader
-from tapeview.tapes import discovery, index
+from tapeview.tapes import discovery, index, turns
 from tapeview.tapes.models import Tape
 
 from .receiver import receiving
