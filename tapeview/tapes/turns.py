@@ -36,6 +36,7 @@ class ToolCall:
     result: Any = None
     answered: bool = False
     error: bool = False
+    result_pos: int | None = None  # the tool_result entry
 
 
 @dataclass
@@ -50,6 +51,7 @@ class ModelCall:
     inputs: list[dict] = field(default_factory=list)  # the messages new since the last call
     outputs: list[dict] = field(default_factory=list)  # the answer: text and tool calls
     error: str = ""
+    positions: list[int] = field(default_factory=list)  # the entries read into it, its own last
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,9 @@ class _Walk:
         self.output_date: datetime | None = None
         self.open: list[ToolCall] = []
         self.dates: list[datetime] = []
+        self.read: list[int] = []  # entries since the last call
+        self.closed: ModelCall | None = None  # a call its event ended before its answer was read
+        self.failed: set[str] = set()  # ids of the tool calls a `tool.failed` event names
 
     def run(self, entries: list[Entry], first: int) -> None:
         turn = self.turn
@@ -213,8 +218,10 @@ class _Walk:
                 self.dates.append(e.date)
             self._mark(e)
             if i == first and turn.started:
+                self.read.append(e.pos)
                 self._open(e)
             elif e.readable and not e.truncated:
+                self.read.append(e.pos)
                 self._step(e)
             if e.kind == "unreadable" or (e.kind == "error" and e.readable):
                 turn.errors.append(_error_text(e))
@@ -260,6 +267,15 @@ class _Walk:
                 self.b.model = data["model"]
             if (kind, name) in (("bub", "loop.step.start"), ("yachiyo", "llm.stream.start")):
                 self.call_start = e.date
+            elif kind == "bub" and name == "model.started":
+                self.call_start, self.closed = e.date, None
+            elif kind == "bub" and name in ("model.completed", "model.failed"):
+                # Bub's next format writes the step's message, the model's answer, after this event.
+                error = "model call failed" if name == "model.failed" else ""
+                self._call(e.pos, e.date, usage=e, error=error)
+                self.closed = self.turn.calls[-1]
+            elif kind == "bub" and name == "tool.failed" and isinstance(e.meta.get("bubtoolcallid"), str):
+                self.failed.add(e.meta["bubtoolcallid"])
             elif kind == "bub" and name == "run":
                 error = "model call failed" if data.get("status") == "error" else ""
                 self._call(e.pos, e.date, usage=e, error=error)
@@ -293,9 +309,12 @@ class _Walk:
             call = ToolCall(e.pos, i, call_id(c.get("id")), name, c.get("arguments"), e.date)
             self.turn.tools.append(call)
             self.open.append(call)
+            call.error = call.id in self.failed
             self._output(
                 {"type": "tool_call", "id": call.id, "name": name, "arguments": call.arguments}, e.date
             )
+        if e.meta.get("format") == "bub-next" and self.b.source.tool_results(e):
+            self._tool_results(e)  # the next format keeps a step's results in the entry of its calls
         if self.b.kind == "nanobot":  # the assistant row with the calls is one call of the model's
             self._call(e.pos, e.date)
 
@@ -305,10 +324,11 @@ class _Walk:
             call = next((c for c in self.open if ident is not None and c.id == ident), None)
             if call is None and ident is None and self.open:
                 call = self.open[0]  # Bub's results follow its calls in order, without ids
-            error = bool(r.get("is_error"))
+            error = bool(r.get("is_error")) or (ident is not None and ident in self.failed)
             if call is not None:
                 self.open.remove(call)
                 call.end, call.result, call.answered, call.error = e.date, r.get("content"), True, error
+                call.result_pos = e.pos
             part = {
                 "type": "tool_call_response",
                 "id": call.id if call else ident,
@@ -318,6 +338,13 @@ class _Walk:
         self.since = e.date
 
     def _output(self, part: dict, date: datetime | None) -> None:
+        if self.closed is not None:  # the answer of the call its event ended
+            if not self.closed.outputs:
+                self.closed.outputs.append({"role": "assistant", "parts": []})
+            self.closed.outputs[0]["parts"].append(part)
+            if self.read and self.read[-1] not in self.closed.positions:
+                self.closed.positions.append(self.read.pop())
+            return
         if not self.outputs and self.call_start is None:
             self.call_start = self.since
         self.outputs.append(part)
@@ -333,8 +360,9 @@ class _Walk:
             self.inputs,
             ([{"role": "assistant", "parts": self.outputs}] if self.outputs else []),
         )
+        call.positions = [*(p for p in self.read if p != pos), pos]
         self.turn.calls.append(call)
-        self.inputs, self.outputs, self.call_start, self.since = [], [], None, end
+        self.inputs, self.outputs, self.call_start, self.since, self.read = [], [], None, end, []
         if error:
             self.turn.errors.append(error)
 
