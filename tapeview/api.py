@@ -59,6 +59,7 @@ api.add_router("", entries.router)
 api.add_router("", handoffs.router)
 api.add_router("", "tapeview.tapes.api.analysis.router")
 api.add_router("", "tapeview.tapes.api.compare.router")
+api.add_router("", "tapeview.tapes.api.turns.router")
 api.add_router("", reviews_router)
 if apps.is_installed("tapeview.search"):
     # Imported only where installed: search is an optional app, and its models exist only then.

@@ -23,7 +23,13 @@ class ReviewForm(forms.Form):
     end = forms.IntegerField(required=False, min_value=1, help_text="of a turn: its last entry")
     # Where to go once recorded: back to the timeline, or this entry's review history.
     back = forms.ChoiceField(
-        choices=[("history", "history"), ("timeline", "timeline")], required=False, widget=forms.HiddenInput
+        choices=[("history", "history"), ("timeline", "timeline"), ("conversation", "conversation")],
+        required=False,
+        widget=forms.HiddenInput,
+    )
+    # The conversation's page to go back to: its cursor, as the page handed it out.
+    cursor = forms.RegexField(
+        regex=r"^[A-Za-z0-9_-]*$", max_length=1000, required=False, widget=forms.HiddenInput
     )
 
     def __init__(self, *args, current: list | None = None, **kwargs) -> None:

@@ -73,6 +73,10 @@ def review_create(request: HttpRequest, key: str, pos: int) -> HttpResponse:
             status = 409
         else:
             messages.info(request, f"Review of #{pos} recorded.")
+            if form.cleaned_data.get("back") == "conversation":
+                cursor = form.cleaned_data.get("cursor")
+                query = f"?cursor={cursor}" if cursor else ""
+                return redirect(f"{reverse('tapes:tape_conversation', args=[key])}{query}#turn-{pos}")
             if form.cleaned_data.get("back") == "timeline":
                 return redirect(f"{reverse('tapes:tape_detail', args=[key])}?at={pos}#e{pos}")
             return redirect("reviews:review_history", key, pos)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from django import template
@@ -15,6 +16,7 @@ from ..models import Review
 
 register = template.Library()
 BOX_TEMPLATE = "reviews/_entry_reviews.html"
+TURN_TEMPLATE = "reviews/_turn_reviews.html"
 
 # The current reviews of a tape by position, once per request: the timeline asks for each entry.
 _boards: WeakKeyDictionary[HttpRequest, dict[str, dict[int, list[Review]]]] = WeakKeyDictionary()
@@ -48,6 +50,20 @@ def entry_reviews_html(context: template.Context, tape: Tape | None, entry: Entr
         return ""
     with context.push(tape=tape, entry=entry, shown=shown):
         return context.template.engine.get_template(BOX_TEMPLATE).render(context)
+
+
+@register.simple_tag(takes_context=True)
+def turn_reviews_html(context: template.Context, tape: Tape, turn: Any, cursor: str = "") -> str:
+    """A turn's reviews on the conversation page, and the form to review the turn for those who may
+    write (`reviews/_turn_reviews.html`): a review of span "turn" from its first entry to its last."""
+    if not 1 <= turn.first_pos <= turn.last_pos < tape.next_pos:
+        return ""  # an unfinished last line is no entry yet: the turn is reviewed once it is
+    entry = Entry(pos=turn.first_pos, offset=0, length=0, id=None, kind="message")
+    shown = [r for r in _entry_reviews(context, tape, entry) or [] if r.span == "turn"]
+    if not (shown or context.get("can_write")):
+        return ""
+    with context.push(tape=tape, turn=turn, shown=shown, cursor=cursor):
+        return context.template.engine.get_template(TURN_TEMPLATE).render(context)
 
 
 @register.simple_tag
