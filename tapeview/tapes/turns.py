@@ -22,6 +22,11 @@ from tapeview.sources.model import AUTOMATION, call_id, content_text, json_text
 RUNNING = frozenset({"RUNNING", "PENDING", "STREAMING", "QUEUED"})
 # Bub events that name the model of the calls that follow (tapes.phase_tally reads them alike).
 MODEL_EVENTS = ("run", "loop.start", "model_switch")
+# What begins a turn in Bub's next format, whose user's message is written after the tools ran
+# (formats/bub-next.md §5): as the timeline's turns (tapes.blocks), a loop's start or a comma command,
+# or a line of another `bubturnid`.
+NEXT_TURN_STARTS = ("loop.start", "command")
+NEXT_FORMAT = "bub-next"
 
 
 @dataclass
@@ -124,15 +129,22 @@ class _Builder:
         self.number, self.phase, self.model = at.turns, at.phase, at.model
         self.group: list[Entry] = []
         self.started = False
+        self.turn_id: str | None = None  # the `bubturnid` of Bub's next format the turn's lines carry
 
     def add(self, e: Entry) -> Iterator[Turn]:
         if self.kind == "yachiyo" and e.kind == "message":
             return  # a run holds its input and output: the session's messages repeat them
-        if self._starts(e):
+        here = e.meta.get("bubturnid") if e.readable else None
+        other = isinstance(here, str) and self.turn_id is not None and here != self.turn_id
+        if self._starts(e) or other:
+            self.turn_id = None
             if self.started or self._substantive():
                 yield self._turn(complete=True)
             self.group, self.started = [*self.group, e], True  # what opened it belongs to it
+            self.turn_id = here if isinstance(here, str) else None
             return
+        if isinstance(here, str):
+            self.turn_id = here
         self.group.append(e)
         if self._ends(e) and (self.started or self._substantive()):
             yield self._turn(complete=True)
@@ -148,6 +160,8 @@ class _Builder:
             return False
         if self.kind == "yachiyo":
             return e.is_anchor
+        if e.meta.get("format") == NEXT_FORMAT:
+            return e.kind == "event" and e.name in NEXT_TURN_STARTS
         return e.starts_turn or (e.kind == "message" and e.aside == AUTOMATION)
 
     def _ends(self, e: Entry) -> bool:
@@ -243,7 +257,7 @@ class _Walk:
             self.inputs.append(_message("user", self.turn.input))
             if str(payload.get("state") or "").upper() in ("ERROR", "FAILED", "CANCELLED"):
                 self.turn.errors.append(f"run {payload.get('state')}")
-        else:
+        elif e.kind == "message":
             self.turn.input = content_text(payload.get("content"))
             self.inputs.append(_message("user", self.turn.input))
         self.since = e.date
@@ -295,7 +309,9 @@ class _Walk:
             if kind in ("nanobot", "araliya"):  # each answer is one call of the model's
                 self._call(e.pos, e.date)
         elif e.kind == "message" and name == "user" and e.pos != self.turn.first_pos:
-            self.inputs.append(_message("user", content_text(payload.get("content"))))
+            text = content_text(payload.get("content"))
+            self.turn.input = self.turn.input or text  # Bub's next format: after the loop's start
+            self.inputs.append(_message("user", text))
         if e.date is not None and e.kind != "message":
             self.since = self.since if self.outputs else e.date
 
