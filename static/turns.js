@@ -6,15 +6,16 @@
   "use strict";
 
   const NODES = "#turn-tree a.node";
+  const STOPS = NODES + ", #turn-tree details.turn-node > summary"; // a folded turn is a stop too
 
   function shown(el) {
     const fold = el.closest("details.turn-node");
-    if (fold && !fold.open && !el.closest("summary")) return false;
+    if (fold && !fold.open && !el.matches("summary")) return false;
     return el.getClientRects().length > 0;
   }
 
   function nodes() {
-    return Array.from(document.querySelectorAll(NODES)).filter(shown);
+    return Array.from(document.querySelectorAll(STOPS)).filter(shown);
   }
 
   function here(list) {
@@ -36,11 +37,11 @@
 
   function fold(open) {
     const el = document.activeElement;
-    if (!(el instanceof Element) || !el.matches(NODES)) return;
+    if (!(el instanceof Element) || !el.matches(STOPS)) return;
     const turn = el.closest("details.turn-node");
     if (!turn) return;
     turn.open = open;
-    if (!open) turn.querySelector("summary a.node").focus();
+    if (!open) turn.querySelector("summary").focus();
   }
 
   function typing(target) {
