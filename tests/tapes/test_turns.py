@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from django.utils.html import escape
 
-from tapeview.tapes import turn_tree
 from tapeview.tapes.models import Tape
 
 from .turn_sources import FIXTURES, index_families
@@ -142,7 +141,7 @@ def test_the_api_gives_each_turn_the_model_and_tool_calls_of_the_file(families, 
         assert set(t) >= {"id", "number", "first_pos", "last_pos", "tokens", "cost", "error", "children"}
         for c in t["children"]:
             assert t["first_pos"] <= c["pos"] <= t["last_pos"]
-            assert c["cost"] is None  # no price is known: never a guessed figure
+            assert c["cost"] is None  # turn_tree.node_cost knows no price yet: never a guessed figure
             assert c["error"] is False or isinstance(c["error"], str)
 
 
@@ -257,7 +256,3 @@ def test_the_timeline_links_to_the_turns_and_the_conversation(families, viewer_c
     html = viewer_client.get(f"/tapes/{tape.key}/").content.decode()
     assert f'href="/tapes/{tape.key}/turns/">Turns</a>' in html
     assert f'href="/tapes/{tape.key}/conversation/">Conversation</a>' in html
-
-
-def test_node_cost_is_unknown_until_prices_are() -> None:
-    assert turn_tree.node_cost("openai:gpt-4o-mini", 2011, 61, 1536) is None
