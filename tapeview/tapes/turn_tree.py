@@ -133,6 +133,15 @@ class TurnNode(Node):
     def tool_calls(self) -> int:
         return sum(1 for c in self.children if c.kind == "tool_call")
 
+    def attributes(self) -> dict[str, Any]:
+        # A turn's lines are a range: thousands of them are said in one line, not listed.
+        extra = {
+            "positions": f"{self.first_pos}–{self.last_pos}",
+            "phase": self.phase,
+            "complete": self.complete,
+        }
+        return {**super().attributes(), **extra}
+
     def walk(self) -> Iterator[Node]:
         yield self
         yield from self.children

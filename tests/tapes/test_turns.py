@@ -225,6 +225,8 @@ def test_the_raw_and_attributes_tabs_show_the_lines_and_positions(families, view
     attrs = html[html.index('id="node-attributes"') :]
     assert "<dt>positions</dt><dd>[20, 21]</dd>" in attrs
     assert "<dt>error</dt><dd>the tool reported an error</dd>" in attrs
+    html = viewer_client.get(f"/tapes/{tape.key}/turns/?node=t16&tab=attributes").content.decode()
+    assert "<dt>positions</dt><dd>16–28</dd>" in html  # a turn's lines as a range, however many
 
 
 def test_htmx_gets_the_detail_pane_alone(families, viewer_client) -> None:

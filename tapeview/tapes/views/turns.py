@@ -74,6 +74,7 @@ def tape_turns(request: HttpRequest, key: str) -> HttpResponse:
         "tab": tab,
         "tabs": TABS,
         "raw_lines": _raw_lines(tape, node) if node is not None and tab == "raw" else [],
+        "raw_limit": RAW_LINES,
         **_paging(form, found),
     }
     if request.htmx and request.htmx.target == "node-detail":
