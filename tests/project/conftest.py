@@ -40,6 +40,7 @@ def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
     rule = Rule.objects.create(name="tool errors", condition="errors", threshold=3, minutes=10)
     said = Reading(True, 4, f"{tape.label}: 4 errors in the last 10 min (≥ 3)")
     evaluate.settle(rule, tape.key, tape, tape.label, said, tape.last_at or tape.indexed_at)
+    other = Tape.objects.filter(kind="bub", role="tape").exclude(pk=tape.pk).order_by("-anchors").first()
     stores = MemoryStore.objects.filter(kind__startswith="nanobot")
     store = stores.filter(title="MEMORY.md").first() or stores.order_by("title").first()
     return DemoSite(
@@ -48,6 +49,9 @@ def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
             "sessions": "/",
             "timeline": f"/tapes/{tape.key}/",
             "context": f"/tapes/{tape.key}/context",
+            "turns": f"/tapes/{tape.key}/turns/",
+            "conversation": f"/tapes/{tape.key}/conversation/",
+            "compare": f"/compare/?a={tape.key}&b={other.key}",
             "memory": "/memory/",
             "store": f"/memory/{store.key}/",
             "store-edit": f"/memory/{store.key}/edit",
