@@ -42,23 +42,8 @@ def entry_point(tape_key: str, anchor: str | None = None, pos: int | None = None
 
 def version_at(store: MemoryStore, point: Point) -> Step:
     """The version that held at `point`: LookupError before the first (or at an entry with no time)."""
-    steps = kind_of(store).history(store)
-    if point.tape is not None and point.pos is not None:
-        # A zone kept in this very tape: its place in the file says exactly which version held.
-        mine = [i for i, s in enumerate(steps) if s.place and s.place[0] == point.tape.key]
-        if mine:
-            before = [i for i in mine if steps[i].place[1] <= point.pos]  # type: ignore[index]
-            i = before[-1] if before else mine[0] - 1
-            if i < 0:
-                raise LookupError(f"no version of this store as of {point.label}")
-            return steps[i]
-        if point.when is None:
-            raise LookupError(f"{point.label} has no time (the tape records none): pick a time instead")
-    assert point.when is not None
-    dated = [(s.date, i) for i, s in enumerate(steps) if s.date is not None and s.date <= point.when]
-    if not dated:
-        raise LookupError(f"no version of this store as of {point.label or point.when.isoformat()}")
-    return steps[max(dated)[1]]
+    tape_key = point.tape.key if point.tape is not None else None
+    return kind_of(store).step_at(store, tape_key, point.pos, point.when, point.label)
 
 
 def snapshot_of(step: Step) -> Snapshot:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from collections.abc import Iterator
 from difflib import SequenceMatcher
+from itertools import chain
 
 from . import versions
 from .history import AGENT, LineOrigin, Source, Step, collapse
@@ -48,13 +50,7 @@ def blame(store: MemoryStore) -> list[BlameLine]:
             "versions instead, or download it."
         )
     adapter = kind_of(store)
-    steps = collapse(adapter.history(store))
-    if not steps or steps[-1].text != snap.text:
-        # Back to a version kept before, by the agent: no revision marks the return, the file's mtime does.
-        floor = steps[-1].date if steps else None
-        date = max(store.changed_at, floor) if store.changed_at and floor else store.changed_at or floor
-        steps.append(Step(snap.version, date, snap.text))
-    lines = attribute(steps)
+    lines = attribute_back(adapter.history_back(store), snap, store.changed_at)
     origins = adapter.line_origins(store, snap)
     if len(origins) != len(lines):
         origins = [None] * len(lines)
@@ -74,6 +70,53 @@ def attribute(steps: list[Step]) -> list[tuple[str, Step]]:
             kept += lines[i1:i2] if tag == "equal" else [(text, step) for text in new[j1:j2]]
         lines = kept
     return lines
+
+
+def attribute_back(newest_first: Iterator[Step], snap: Snapshot, changed_at: datetime | None) -> list[tuple[str, Step]]:
+    """What attribute() makes of the collapsed steps and the content now, walking back from the newest
+    step only until every line now has the version that brought it: the same matches, pair by pair
+    (each version against the one before it), so a page of recent lines reads only recent versions."""
+    steps = iter(newest_first)
+    pending = [step] if (step := next(steps, None)) is not None else []
+    for step in steps:  # the newest run of one text, and the step before it
+        pending.append(step)
+        if step.text != pending[0].text:
+            break
+    head = [s for s in pending if s.text == pending[0].text]
+    if not head or head[0].text != snap.text:
+        # Back to a version kept before, by the agent: no revision marks the return, the file's mtime does.
+        floor = head[-1].date if head else None
+        date = max(changed_at, floor) if changed_at and floor else changed_at or floor
+        run = [Step(snap.version, date, snap.text)]
+    else:
+        run, pending = head, pending[len(head) :]
+    now = snap.text.splitlines()
+    where = list(range(len(now)))  # each line now, at its place in the run's text; None once attributed
+    owner: list[Step | None] = [None] * len(now)
+    lines = now
+    for older in chain(pending, steps):
+        if older.text == run[-1].text:
+            run.append(older)  # one step with the run (history.collapse): the oldest's version
+            continue
+        earlier = older.text.splitlines()
+        matcher = SequenceMatcher(None, earlier, lines, autojunk=False)
+        moved: dict[int, int] = {}
+        for tag, i1, _, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                moved.update((j, i1 + j - j1) for j in range(j1, j2))
+        brought = collapse(run[::-1])[0]
+        for n, at in enumerate(where):
+            if at is not None and at not in moved:
+                owner[n], where[n] = brought, None
+            elif at is not None:
+                where[n] = moved[at]
+        if all(at is None for at in where):
+            break
+        run, lines = [older], earlier
+    else:
+        brought = collapse(run[::-1])[0]
+        owner = [brought if o is None else o for o in owner]
+    return [(text, step) for text, step in zip(now, owner, strict=True) if step is not None]
 
 
 def _line(number: int, text: str, step: Step, origin: LineOrigin | None) -> BlameLine:

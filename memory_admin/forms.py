@@ -82,9 +82,11 @@ class EmptyForm(forms.Form):
 
 
 class PruneForm(forms.Form):
-    """`?days=` on a Bub zone's page: preview what a prune of older notes would remove."""
+    """`?days=` on a Bub zone's page: preview what a prune of older notes would remove; `?before=`:
+    the page of its versions sealed before that position of the tape (the "older" link)."""
 
     days = forms.IntegerField(min_value=0, max_value=36500, required=False)
+    before = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
 
 
 class HistoryForm(forms.Form):

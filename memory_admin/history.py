@@ -6,6 +6,7 @@ revisions for the others); blame.py and asof.py only read them.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -60,11 +61,14 @@ class LineOrigin:
     note: str = ""
 
 
-def write_audits(store: MemoryStore) -> list[AuditEvent]:
-    """The audit rows of the writes that changed this store through Tapeview, oldest first."""
+def write_audits(store: MemoryStore, afters: Collection[str] | None = None) -> list[AuditEvent]:
+    """The audit rows of the writes that changed this store through Tapeview, oldest first (`afters`:
+    only those that wrote one of these versions)."""
     rows = (
         AuditEvent.objects.filter(subject=f"store:{store.key}").exclude(after="").exclude(before=F("after"))
     )
+    if afters is not None:
+        rows = rows.filter(after__in=list(afters))
     if any(f.name == "outcome" for f in AuditEvent._meta.get_fields()):
         # Where the log also keeps writes that did not happen (failed, or cut short), leave them out.
         rows = rows.exclude(outcome__in=("failed", "not written"))
@@ -131,3 +135,24 @@ def collapse(steps: list[Step]) -> list[Step]:
 
 def _fields(source: Source) -> tuple:
     return (source.tape_id, source.pos, source.commit, source.audit_id)
+
+
+def held_at(steps: list[Step], tape_key: str | None, pos: int | None, when: datetime | None, label: str) -> int:
+    """Which of the steps (oldest first) held at a point: an entry `pos` of a tape, or a time
+    (LookupError before the first, or at an entry with no time)."""
+    if tape_key is not None and pos is not None:
+        # A zone kept in this very tape: its place in the file says exactly which version held.
+        mine = [i for i, s in enumerate(steps) if s.place and s.place[0] == tape_key]
+        if mine:
+            before = [i for i in mine if steps[i].place[1] <= pos]  # type: ignore[index]
+            i = before[-1] if before else mine[0] - 1
+            if i < 0:
+                raise LookupError(f"no version of this store as of {label}")
+            return i
+        if when is None:
+            raise LookupError(f"{label} has no time (the tape records none): pick a time instead")
+    assert when is not None
+    dated = [(s.date, i) for i, s in enumerate(steps) if s.date is not None and s.date <= when]
+    if not dated:
+        raise LookupError(f"no version of this store as of {label or when.isoformat()}")
+    return max(dated)[1]

@@ -124,8 +124,8 @@ def listed(store: MemoryStore) -> dict:
     key = state_key("zone-versions", store.tape, tuple(state_key("holder", h) for h in holders))
     found = cache.get(key)
     if found is None:
-        own = kind_of(store).versions(store)  # newest first
-        found = {"versions": len(own), "changed_at": own[0].date if own and own[0].date else None}
+        count, newest = kind_of(store).count(store)
+        found = {"versions": count, "changed_at": newest}
         found["size"] = kind_of(store).size(store)
         cache.set(key, found, KEPT_SECONDS)
     changed_at = found["changed_at"] or store.changed_at

@@ -137,7 +137,7 @@ def store_diff(request: HttpRequest, key: str) -> HttpResponse:
         ctx.update(versions=versions.versions(store), problem=str(exc))
         return render(request, "memory_admin/store_diff.html", ctx, status=400)
     # Listed after diff_pair: reading the store keeps its current version, which a picker must offer.
-    choices = versions.versions(store)
+    choices = kind_of(store).choices_near(store, (pair.frm, pair.to))
     if len(choices) == 1:
         return render(request, "memory_admin/store_diff.html", {**ctx, "only": choices[0]})
     unlisted = pair.frm is not None and all(c.version != pair.frm for c in choices)  # behind a cut list

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Set
+from dataclasses import dataclass
+from datetime import datetime
+
+import orjson
 
 from tapeview.sources import Entry, TapeNotFound
 from tapeview.sources.bub import tool_calls
 from tapeview.tapes import index
 from tapeview.tapes import rows as index_rows
-from tapeview.tapes.models import Tape
+from tapeview.tapes.models import Anchor, Tape
 from tapeview.tapes.rows import Match
 from tapeview.tapes.timeline import read_rows
 
 from .stores import bub_zone
-from .stores.bub_zone import Zone
+from .stores.bub_zone import Zone, ZoneChange
 from .stores.model import Snapshot
 
 ZONE_ROWS = (Match(kinds=("anchor",), name_prefix="memory/"), Match(kinds=("event",), name_prefix="memory."))
@@ -38,6 +42,11 @@ def zones_of(tape: Tape | None) -> dict:
 def zone_history(tape: Tape) -> list[dict]:
     """The zones of the tape itself, then those of its memory sidecar (once the zone moved there)."""
     return [found for holder in [tape, *_sidecars(tape)] if (found := _found(holder))]
+
+
+def holders(tape: Tape) -> list[Tape]:
+    """The tape, then its memory sidecar, where either holds a zone line (zone_history's files)."""
+    return [h for h in [tape, *_sidecars(tape)] if index_rows.of(h).any_of(*ZONE_ROWS).exists()]
 
 
 def _sidecars(tape: Tape) -> list[Tape]:
@@ -131,3 +140,120 @@ def _fits(op: str, before: Zone | None, zone: Zone) -> bool:
     if op == "prune":
         return any(day not in zone.daily for day in old_daily)
     return zone.is_empty  # clear
+
+
+@dataclass(frozen=True)
+class Seal:
+    """A zone's memory/seal as the anchor index has it: where it is, its version, its date."""
+
+    pos: int
+    version: int
+    date: datetime | None
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """One zone of the store page's Versions table, with what it changed from the version before it."""
+
+    zone: Zone
+    change: ZoneChange
+    first: bool  # no version comes before it
+
+
+@dataclass(frozen=True)
+class ZonePage:
+    """A page of a zone's versions, newest first: `older` and `newer` are the `before` cursors of the
+    pages on either side ("" for the newest page, None where there is no such page)."""
+
+    rows: list[VersionRow]
+    total: int
+    older: int | None
+    newer: str | int | None
+
+
+def holder_of(tape: Tape | None) -> Tape | None:
+    """The file that holds the zone, as zones_of chooses it; None where neither holds any zone line."""
+    if tape is None:
+        raise TapeNotFound("this memory zone's tape is no longer indexed")
+    return next((h for h in [*_sidecars(tape), tape] if index_rows.of(h).any_of(*ZONE_ROWS).exists()), None)
+
+
+def seals(holder: Tape) -> list[Seal]:
+    """Every seal of a holder with a version, in file order: three narrow columns of the anchor rows,
+    no entry read (a zone's contents are read only for the versions a page shows)."""
+    found = Anchor.objects.filter(tape=holder, name=bub_zone.SEAL).order_by("pos")
+    out = []
+    for pos, date, state in found.values_list("pos", "date", "state"):
+        if (version := _state_version(state)) is not None:
+            out.append(Seal(pos, version, date))
+    return out
+
+
+def current_index(found: list[Seal]) -> int | None:
+    """Which seal is the zone the agent reads (bub_zone.current's rule, on the seals)."""
+    best: int | None = None
+    for i, seal in enumerate(found):
+        if seal.version > (found[best].version if best is not None else 0):
+            best = i
+    return best
+
+
+def read_at(holder: Tape, found: list[Seal], wanted: Set[int]) -> dict[int, Zone]:
+    """The zones of these seals (indices into `found`), by index: each run of neighbours is read
+    from its first zone's open to its last seal, so only those versions' entries are read."""
+    out: dict[int, Zone] = {}
+    ordered = sorted(i for i in wanted if 0 <= i < len(found))
+    runs: list[list[int]] = []
+    for i in ordered:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    for run in runs:
+        first, last = found[run[0]], found[run[-1]]
+        rows = index_rows.of(holder).any_of(*ZONE_ROWS).starting(_open_of(holder, first)).through(last.pos)
+        by_seal = {z.seal_pos: z for z in bub_zone.read_zones(read_rows(holder, rows.all()))}
+        out.update((i, by_seal[found[i].pos]) for i in run if found[i].pos in by_seal)
+    return out
+
+
+def page(holder: Tape, found: list[Seal], before: int | None, limit: int) -> ZonePage:
+    """The `limit` versions sealed before position `before` (None: the newest), newest first, each
+    with its change from the version before it (the next lower version, as bub_zone.changes has it)."""
+    end = len(found) if before is None else sum(1 for s in found if s.pos < before)
+    listed = list(range(max(0, end - limit), end))[::-1]
+    order = sorted(range(len(found)), key=lambda i: (found[i].version, i))
+    rank = {i: r for r, i in enumerate(order)}
+    previous = {i: order[rank[i] - 1] for i in listed if rank[i] > 0}
+    zones = read_at(holder, found, {*listed, *previous.values()})
+    rows = []
+    for i in listed:
+        if i not in zones:
+            continue  # a seal with no open of its version: not a zone the agent reads
+        before_zone = zones.get(previous[i]) if i in previous else None
+        pair = [before_zone, zones[i]] if before_zone else [zones[i]]
+        rows.append(VersionRow(zones[i], bub_zone.changes(pair)[-1], rank[i] == 0))
+    older = found[listed[-1]].pos if listed and listed[-1] > 0 else None
+    top = listed[0] if listed else end - 1
+    newer: str | int | None = None
+    if top + 1 < len(found):
+        newer = found[top + limit + 1].pos if top + limit + 1 < len(found) else ""
+    return ZonePage(rows, len(found), older, newer)
+
+
+def _open_of(holder: Tape, seal: Seal) -> int:
+    """The nearest memory/open of the seal's version before it: where its zone starts."""
+    opens = Anchor.objects.filter(tape=holder, name=bub_zone.OPEN, pos__lt=seal.pos).order_by("-pos")
+    for pos, state in opens.values_list("pos", "state")[:16]:
+        if _state_version(state) == seal.version:
+            return pos
+    return 1  # not among the nearest: read from the start rather than miss it
+
+
+def _state_version(state: str) -> int | None:
+    try:
+        parsed = orjson.loads(state) if state else None
+    except orjson.JSONDecodeError:  # a preview cut short: not a seal's small state
+        return None
+    version = parsed.get("version") if isinstance(parsed, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None

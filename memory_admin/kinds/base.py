@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import ClassVar
 from django import forms
 
 from ..forms import EmptyForm
-from ..history import LineOrigin, Step, revision_steps
+from ..history import LineOrigin, Step, held_at, revision_steps
 from ..models import MemoryStore
 from ..stores.model import Snapshot, StoreError
 
@@ -92,6 +93,16 @@ class StoreKind:
         """The versions its pages list: all of them, unless the kind cuts the list."""
         return VersionList(self.versions(store))
 
+    def choices_near(self, store: MemoryStore, wanted: tuple[str | None, ...]) -> list[VersionChoice]:
+        """What a diff page's pickers offer, newest first, `wanted` (its two versions) among them
+        where the kind lists only some."""
+        return self.versions(store)
+
+    def count(self, store: MemoryStore) -> tuple[int, datetime | None]:
+        """How many versions, and the newest one's date."""
+        found = self.versions(store)
+        return len(found), found[0].date if found else None
+
     def previous(self, store: MemoryStore, version: str) -> str | None:
         """The version before `version` in time: what a diff of it compares with (None: it is the first)."""
         return after(self.versions(store), version)
@@ -119,6 +130,17 @@ class StoreKind:
     def history(self, store: MemoryStore) -> list[Step]:
         """Every version as it appeared, oldest first (blame and "as of" read these)."""
         return revision_steps(store)
+
+    def history_back(self, store: MemoryStore) -> Iterator[Step]:
+        """history() newest first; a kind with many versions reads them only as far as asked."""
+        return reversed(self.history(store))
+
+    def step_at(
+        self, store: MemoryStore, tape_key: str | None, pos: int | None, when: datetime | None, label: str
+    ) -> Step:
+        """The step that held at a point of the past (history.held_at)."""
+        steps = self.history(store)
+        return steps[held_at(steps, tape_key, pos, when, label)]
 
     def line_origins(self, store: MemoryStore, snap: Snapshot) -> list[LineOrigin | None]:
         """Per line of `snap.text`, what the store itself records of it; [] where it records nothing."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -11,15 +11,19 @@ from django import forms
 from django.conf import settings
 
 from tapeview.accounts.models import AuditEvent
+from tapeview.sources import TapeNotFound
 from tapeview.tapes import discovery
+from tapeview.tapes.models import Tape
 
 from .. import zones
 from ..forms import PRUNE_DAYS, PruneForm
-from ..history import Source, Step, by_operator, write_audits
+from ..history import Source, Step, by_operator, held_at, write_audits
 from ..models import MemoryStore
 from ..stores import bub_zone, bub_zone_write
 from ..stores.model import Snapshot, StaleEdit, StoreError
-from .base import StoreKind, VersionChoice
+from .base import StoreKind, VersionChoice, VersionList
+
+PAGE = 50  # versions a page lists, newest first (an "older" link pages back)
 
 
 class BubZone(StoreKind):
@@ -36,7 +40,17 @@ class BubZone(StoreKind):
     edited_part = "long-term memory"
 
     def read(self, store: MemoryStore) -> Snapshot:
-        return zones.snapshot(zones.zones_of(store.tape))
+        """The current zone alone (its `items`: [it]), found by the seals' versions: no other
+        version's entries are read."""
+        holder = zones.holder_of(store.tape)
+        if holder is None:
+            return zones.snapshot(zones.EMPTY)
+        found = zones.seals(holder)
+        at = zones.current_index(found)
+        zone = zones.read_at(holder, found, {at}).get(at) if at is not None else None  # type: ignore[arg-type]
+        if at is not None and zone is None:  # a seal without its open: the whole read decides
+            return zones.snapshot(zones.zones_of(store.tape))
+        return Snapshot(str(zone.version) if zone else "missing", bub_zone.zone_text(zone), [zone] if zone else [])
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         found = zones.zones_of(store.tape)
@@ -46,21 +60,64 @@ class BubZone(StoreKind):
             for z in reversed(found["zones"])
         ]
 
+    def version_list(self, store: MemoryStore) -> VersionList:
+        """The newest PAGE versions, from the seals alone (the page's table reads its own window)."""
+        found = self._seals(store)
+        return VersionList([_choice(s) for s in reversed(found[-PAGE:])], len(found) > PAGE)
+
+    def choices_near(self, store: MemoryStore, wanted: tuple[str | None, ...]) -> list[VersionChoice]:
+        """The newest PAGE versions and those `wanted` (a diff's two), newest first."""
+        found = self._seals(store)
+        keep = {s.version for s in found[-PAGE:]} | {int(v) for v in wanted if v and _number(v)}
+        seen: set[int] = set()
+        listed = []
+        for seal in reversed(found):
+            if seal.version in keep and seal.version not in seen:
+                seen.add(seal.version)
+                listed.append(_choice(seal))
+        return listed
+
+    def previous(self, store: MemoryStore, version: str) -> str | None:
+        """The version listed after `version` newest first: the seal before its first one in the file."""
+        found = self._seals(store)
+        at = next((i for i in range(len(found) - 1, -1, -1) if str(found[i].version) == version), None)
+        return str(found[at - 1].version) if at else None
+
+    def count(self, store: MemoryStore) -> tuple[int, datetime | None]:
+        """How many versions, and the newest one's date: what the Memory list shows."""
+        found = self._seals(store)
+        return len(found), found[-1].date if found else None
+
     def version_text(self, store: MemoryStore, version: str) -> str:
         return bub_zone.zone_text(self._zone(store, version))
 
     def edited_text(self, store: MemoryStore, version: str) -> str:
         return self._zone(store, version).long_term
 
+    def _seals(self, store: MemoryStore) -> list[zones.Seal]:
+        holder = zones.holder_of(store.tape)
+        return zones.seals(holder) if holder is not None else []
+
     def _zone(self, store: MemoryStore, version: str) -> bub_zone.Zone:
-        zone = next((z for z in zones.zones_of(store.tape)["zones"] if str(z.version) == version), None)
+        zone = self._find(store, version)
         if zone is None and settings.TAPEVIEW_WEB_INDEXES:
             # A version the agent just wrote (a conflict names it) may not be indexed yet.
             zones.refresh(store.tape)
-            zone = next((z for z in zones.zones_of(store.tape)["zones"] if str(z.version) == version), None)
+            zone = self._find(store, version)
         if zone is None:
             raise LookupError(f"no version {version!r} of this memory zone")
         return zone
+
+    def _find(self, store: MemoryStore, version: str) -> bub_zone.Zone | None:
+        """The first zone of that version in the file (the one the agent read), and only it read."""
+        holder = zones.holder_of(store.tape)
+        if holder is None or not _number(version):
+            return None
+        found = zones.seals(holder)
+        for i, seal in enumerate(found):
+            if str(seal.version) == version and (zone := zones.read_at(holder, found, {i}).get(i)):
+                return zone
+        return None
 
     def history(self, store: MemoryStore) -> list[Step]:
         """The zones the agent read one after the other (each that raised the version: a later but
@@ -68,6 +125,47 @@ class BubZone(StoreKind):
         that wrote it or by the Tapeview user."""
         audits = write_audits(store)
         return [step for found in zones.zone_history(store.tape) for step in _steps(found, audits)]
+
+    def history_back(self, store: MemoryStore) -> Iterator[Step]:
+        """history(), newest first, PAGE zones at a time: blame reads back only as far as it must."""
+        for holder, found, kept in reversed(self._raising(store)):
+            for end in range(len(kept), 0, -PAGE):
+                batch = kept[max(0, end - PAGE) : end]
+                yield from reversed(self._batch_steps(store, holder, found, batch))
+
+    def step_at(
+        self, store: MemoryStore, tape_key: str | None, pos: int | None, when: datetime | None, label: str
+    ) -> Step:
+        """From the seals' places and dates alone, then only that zone read."""
+        places = [(holder, found, i) for holder, found, kept in self._raising(store) for i in kept]
+        light = [Step("", found[i].date, "", place=(holder.key, found[i].pos)) for holder, found, i in places]
+        holder, found, i = places[held_at(light, tape_key, pos, when, label)]
+        steps = self._batch_steps(store, holder, found, [i])
+        return steps[0] if steps else super().step_at(store, tape_key, pos, when, label)
+
+    def _raising(self, store: MemoryStore) -> list[tuple[Tape, list[zones.Seal], list[int]]]:
+        """Per file that held the zone (the tape, then its memory sidecar): its seals, and which of
+        them raised the version (the zones the agent read one after the other)."""
+        if store.tape is None:
+            raise TapeNotFound("this memory zone's tape is no longer indexed")
+        out = []
+        for holder in zones.holders(store.tape):
+            found, kept, top = zones.seals(holder), [], 0
+            for i, seal in enumerate(found):
+                if seal.version > top:
+                    kept.append(i)
+                    top = seal.version
+            out.append((holder, found, kept))
+        return out
+
+    def _batch_steps(self, store: MemoryStore, holder: Tape, found: list[zones.Seal], batch: list[int]) -> list[Step]:
+        """The steps of these seals, oldest first, with the zone after them read too: the tool
+        calls after a run of zones claim them only up to the next turn's zones (zones.writers)."""
+        read = zones.read_at(holder, found, {*batch, batch[-1] + 1})
+        audits = write_audits(store, {str(found[i].version) for i in batch})
+        window = {"holder": holder, "zones": [read[i] for i in sorted(read)]}
+        mine = {found[i].pos for i in batch}
+        return [step for step in _steps(window, audits) if step.place and step.place[1] in mine]
 
     def long_term_text(self, snap: Snapshot) -> str:
         zone = bub_zone.current(snap.items)
@@ -92,13 +190,21 @@ class BubZone(StoreKind):
         return zone.date if zone and zone.date else store.changed_at
 
     def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
-        found = zones.zones_of(store.tape)
+        """`current` (the zone), `holder`, `page` (zones.ZonePage: the versions sealed before
+        `?before=`, each with its change worked out once here) and the prune preview's figures."""
+        holder = zones.holder_of(store.tape)
+        current = bub_zone.current(snap.items)
+        found = zones.seals(holder) if holder is not None else []
+        before = filters.cleaned_data.get("before")
+        page = zones.page(holder, found, before, PAGE) if holder is not None else zones.ZonePage([], 0, None, None)
         days = filters.cleaned_data.get("days")  # None when absent or invalid: no preview
         return {
-            **found,
+            "holder": holder,
+            "current": current,
+            "page": page,
             "cuts_context": bub_zone.cuts_context(Path(store.path)),
             "prune_days": PRUNE_DAYS if days is None else days,
-            "prune_preview": None if days is None else bub_zone.prune_preview(found["current"], days),
+            "prune_preview": None if days is None else bub_zone.prune_preview(current, days),
         }
 
     def audit_detail(self, store: MemoryStore) -> dict:
@@ -113,7 +219,7 @@ class BubZone(StoreKind):
         self.apply(store, "restore", base_version, version=int(version))
 
     def prune_preview(self, store: MemoryStore, days: int) -> list[str]:
-        return bub_zone.prune_preview(zones.zones_of(store.tape)["current"], days)
+        return bub_zone.prune_preview(bub_zone.current(self.read(store).items), days)
 
     def apply(self, store: MemoryStore, action: str, base_version: str, **params) -> None:
         """One zone edit (long_term, daily, prune, clear, restore) by the guest-write rules, then indexed."""
@@ -158,6 +264,14 @@ class BubZone(StoreKind):
             return int(base_version)
         snap = self.read(store)
         raise StaleEdit(snap.text, snap.version)
+
+
+def _choice(seal: zones.Seal) -> VersionChoice:
+    return VersionChoice(str(seal.version), f"v{seal.version}", seal.date)
+
+
+def _number(version: str) -> bool:
+    return version.isascii() and version.isdigit() and len(version) < 18
 
 
 def _steps(found: dict, audits: list[AuditEvent]) -> list[Step]:
