@@ -189,6 +189,16 @@ def seals(holder: Tape) -> list[Seal]:
     return out
 
 
+def seals_of(store: object, holder: Tape) -> list[Seal]:
+    """seals(holder), read once per request: kept on the store's instance for the holder's index as
+    it is now (a write indexes more, and the next read of the holder's row asks again)."""
+    kept = store.__dict__.setdefault("_seals", {})
+    state = (holder.pk, holder.next_pos, holder.indexed_offset, holder.size, holder.mtime_ns)
+    if state not in kept:
+        kept[state] = seals(holder)
+    return kept[state]
+
+
 def current_index(found: list[Seal]) -> int | None:
     """Which seal is the zone the agent reads (bub_zone.current's rule, on the seals)."""
     best: int | None = None

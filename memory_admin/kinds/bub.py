@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from django.urls import reverse
 
 from tapeview.accounts.models import AuditEvent
 from tapeview.sources import TapeNotFound
@@ -45,7 +46,7 @@ class BubZone(StoreKind):
         holder = zones.holder_of(store.tape)
         if holder is None:
             return zones.snapshot(zones.EMPTY)
-        found = zones.seals(holder)
+        found = zones.seals_of(store, holder)
         at = zones.current_index(found)
         zone = zones.read_at(holder, found, {at}).get(at) if at is not None else None  # type: ignore[arg-type]
         if at is not None and zone is None:  # a seal without its open: the whole read decides
@@ -96,7 +97,7 @@ class BubZone(StoreKind):
 
     def _seals(self, store: MemoryStore) -> list[zones.Seal]:
         holder = zones.holder_of(store.tape)
-        return zones.seals(holder) if holder is not None else []
+        return zones.seals_of(store, holder) if holder is not None else []
 
     def _zone(self, store: MemoryStore, version: str) -> bub_zone.Zone:
         zone = self._find(store, version)
@@ -113,7 +114,7 @@ class BubZone(StoreKind):
         holder = zones.holder_of(store.tape)
         if holder is None or not _number(version):
             return None
-        found = zones.seals(holder)
+        found = zones.seals_of(store, holder)
         for i, seal in enumerate(found):
             if str(seal.version) == version and (zone := zones.read_at(holder, found, {i}).get(i)):
                 return zone
@@ -150,7 +151,7 @@ class BubZone(StoreKind):
             raise TapeNotFound("this memory zone's tape is no longer indexed")
         out = []
         for holder in zones.holders(store.tape):
-            found, kept, top = zones.seals(holder), [], 0
+            found, kept, top = zones.seals_of(store, holder), [], 0
             for i, seal in enumerate(found):
                 if seal.version > top:
                     kept.append(i)
@@ -191,14 +192,21 @@ class BubZone(StoreKind):
 
     def page_context(self, store: MemoryStore, snap: Snapshot, filters: forms.Form) -> dict:
         """`current` (the zone), `holder`, `page` (zones.ZonePage: the versions sealed before
-        `?before=`, each with its change worked out once here) and the prune preview's figures."""
+        `?before=`, each with its change worked out once here), the `urls` its rows link to and
+        the prune preview's figures."""
         holder = zones.holder_of(store.tape)
         current = bub_zone.current(snap.items)
-        found = zones.seals(holder) if holder is not None else []
+        found = zones.seals_of(store, holder) if holder is not None else []
         before = filters.cleaned_data.get("before")
         page = zones.page(holder, found, before, PAGE) if holder is not None else zones.ZonePage([], 0, None, None)
         days = filters.cleaned_data.get("days")  # None when absent or invalid: no preview
+        # Reversed once here, not three times a row in the versions table.
+        names = {"store": "store_detail", "diff": "store_diff", "action": "zone_action"}
+        urls = {k: reverse(f"memory_admin:{name}", args=[store.key]) for k, name in names.items()}
+        if holder is not None:
+            urls["tape"] = reverse("tapes:tape_detail", args=[holder.key])
         return {
+            "urls": urls,
             "holder": holder,
             "current": current,
             "page": page,
