@@ -2,10 +2,11 @@
 
     python bench/memory_pages.py [--versions 500 5000] [--runs 21]
 
-For each count, copies the hand-written zone sample into a throwaway source and writes versions onto
-it through the pages' own write path (`writes.zone_write`: the guest append, the audit row, the index
-refreshed) until the zone has that many: long-term saves that change one line of twenty, a daily note
-every fifth version, memory cleared every two hundred. Then prints each memory page's p50 and p99 over
+For each count, copies the hand-written zone sample into a throwaway source and adds versions until
+the zone has that many: long-term saves that change one line of twenty, a daily note every fifth
+version, memory cleared every two hundred, ten minutes apart. All but the last `--written` (50) are
+appended in one pass, each zone the very lines a zone write appends; the last go one at a time through
+the pages' own write path (`writes.zone_write`: the guest append, the audit row, the index refreshed). Then prints each memory page's p50 and p99 over
 `--runs` requests (after a warm-up) beside the timeline page of the same tape (`?at=` its middle)
 timed in the same rounds, and the ratio of the p50s; the target is 3x at most. SQLite, or PostgreSQL
 when TAPEVIEW_DATABASE_URL names a server (`.ci/postgres_server.py -- python bench/memory_pages.py`).
@@ -17,6 +18,7 @@ import argparse
 import shutil
 import statistics
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,8 +35,47 @@ def facts(version: int) -> str:
     return "\n".join(f"- fact {i}: learned at version {version - (version - i) % 20}" for i in range(20))
 
 
-def build(home: Path, versions: int, actor) -> tuple:
-    """A zone of `versions` versions, written one at a time as an operator's page writes them."""
+def change(version: int) -> dict:
+    """What version `version` writes: a save, a daily note every fifth, memory cleared every 200th."""
+    if version % 200 == 0:
+        return {"action": "clear"}
+    if version % 5 == 0:
+        return {"action": "daily", "text": f"Note written with version {version}."}
+    return {"action": "long_term", "text": facts(version)}
+
+
+def appended(path: Path, upto: int) -> None:
+    """Versions up to `upto` appended in one pass, each zone the lines a zone write appends (the
+    writer reads the whole file before each append, so written one by one they cost the square of
+    the versions: 1,500 took 175 s)."""
+    from memory_admin.stores import bub_zone, bub_zone_write
+    from tapeview.sources.bub_format import encode
+
+    start = bub_zone.current_zone(path)
+    long_term, daily = (start.long_term, dict(start.daily)) if start else ("", {})
+    entries = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    chunks = []
+    for version in range((start.version if start else 0) + 1, upto + 1):
+        step = change(version)
+        stamp = (when + timedelta(minutes=10 * version)).isoformat()
+        if step["action"] == "clear":
+            long_term, daily = "", {}
+        elif step["action"] == "long_term":
+            long_term = step["text"]
+        else:
+            day = stamp[:10]
+            daily[day] = f"{daily[day]}\n{step['text']}" if day in daily else f"# {day}\n\n{step['text']}"
+        lines = bub_zone_write.zone_lines(entries + 1, version, long_term, daily, stamp)
+        entries += len(lines)
+        chunks.append(encode(lines))
+    with path.open("ab") as f:
+        f.write(b"".join(chunks))
+
+
+def build(home: Path, versions: int, actor, written: int) -> tuple:
+    """A zone of `versions` versions, the last `written` written one at a time as an operator's page
+    writes them (`writes.zone_write`: the guest append, the audit row, the index refreshed)."""
     from django.conf import settings
 
     from memory_admin import catalog, writes
@@ -45,21 +86,15 @@ def build(home: Path, versions: int, actor) -> tuple:
     folder = home / f"zone-{versions}"
     folder.mkdir()
     shutil.copy(SAMPLE, folder / "session.jsonl")
+    appended(folder / "session.jsonl", versions - written)
     settings.TAPEVIEW_SOURCES = f"bench{versions}=bub:{folder}"
     discovery.sync()
     catalog.sync_stores()
     store = MemoryStore.objects.get(kind="bub.zone", source=f"bench{versions}")
     snap = versions_of.snapshot(store)
     while int(snap.version) < versions:
-        v = int(snap.version) + 1
-        if v % 200 == 0:
-            params = {"action": "clear"}
-        elif v % 5 == 0:
-            params = {"action": "daily", "text": f"Note written with version {v}."}
-        else:
-            params = {"action": "long_term", "text": facts(v)}
-        action = params.pop("action")
-        snap = writes.zone_write(store, actor, action, snap.version, **params)
+        params = change(int(snap.version) + 1)
+        snap = writes.zone_write(store, actor, params.pop("action"), snap.version, **params)
     store.refresh_from_db()
     return store, store.tape
 
@@ -107,6 +142,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, nargs="+", default=[500, 5000])
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--written", type=int, default=50, help="versions written one by one at the end")
     args = parser.parse_args()
     home = start_django()
     from django.conf import settings
@@ -124,7 +160,7 @@ def main() -> None:
     print(f"database: {connection.vendor}", flush=True)
     worst = 0.0
     for versions in args.versions:
-        build_s, (store, tape) = timed(lambda versions=versions: build(home, versions, Actor.of(operator)))
+        build_s, (store, tape) = timed(lambda versions=versions: build(home, versions, Actor.of(operator), args.written))
         tape.refresh_from_db()
         print(f"\n{versions:,} versions ({tape.entries:,} entries, {tape.size / 1e6:.1f} MB), written in {build_s:.0f} s")
         times = measure(client, pages(store, tape), f"/tapes/{tape.key}/?at={tape.entries // 2}", args.runs)

@@ -6,6 +6,7 @@ from contextlib import suppress
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
 from . import asof, versions
 from .blame import TooLong, blame
@@ -22,7 +23,7 @@ def store_blame(request: HttpRequest, key: str) -> HttpResponse:
 
     Template `memory_admin/store_blame.html`: `store`, `adapter` (its `blame_note` says what the
     family does not record), `lines` (blame.BlameLine); an unreadable store gets `problem` instead,
-    one too long to blame `too_long` (400 both).
+    one too long to blame `too_long` (400 both); `urls`, the prefixes its links share.
     """
     store = find_store(key)
     ctx = {"store": store, "adapter": kind_of(store)}
@@ -32,7 +33,10 @@ def store_blame(request: HttpRequest, key: str) -> HttpResponse:
         return render(request, "memory_admin/store_blame.html", {**ctx, "too_long": str(exc)}, status=400)
     except StoreError as exc:
         return render(request, "memory_admin/store_blame.html", {**ctx, "problem": str(exc)}, status=400)
-    return render(request, "memory_admin/store_blame.html", {**ctx, "lines": lines})
+    # Reversed once, not for each line: a tape's entry pages are under one prefix.
+    urls = {"diff": reverse("memory_admin:store_diff", args=[key]), "store": reverse("memory_admin:store_detail", args=[key])}
+    urls["tapes"] = reverse("tapes:tape_detail", args=["-"]).removesuffix("-/")
+    return render(request, "memory_admin/store_blame.html", {**ctx, "lines": lines, "urls": urls})
 
 
 def store_as_of(request: HttpRequest, store: MemoryStore) -> HttpResponse:

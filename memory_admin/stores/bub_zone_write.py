@@ -184,7 +184,7 @@ def _mutate(
         try:
             written = append(
                 path,
-                lambda nid: _zone_lines(nid, version, long_term, daily, stamp),
+                lambda nid: zone_lines(nid, version, long_term, daily, stamp),
                 quiet_seconds=quiet_seconds,
                 now=clock,
                 # The version was checked against the file at this size: any growth since means a re-read.
@@ -207,7 +207,8 @@ def _rebases(zones: list[Zone], expected: int | None, zone: Zone | None, rebase:
     return rebase(base, zone)
 
 
-def _zone_lines(nid: int, version: int, long_term: str, daily: dict[str, str], stamp: str) -> list[dict]:
+def zone_lines(nid: int, version: int, long_term: str, daily: dict[str, str], stamp: str) -> list[dict]:
+    """The entries of one zone version, ids from `nid` on, as every zone write appends them."""
     payloads: list[tuple[str, dict]] = [("anchor", {"name": OPEN, "state": {"version": version}})]
     if long_term:
         payloads.append(("event", {"name": LONG_TERM, "data": {"content": long_term, "updated_at": stamp}}))
