@@ -6,9 +6,10 @@ For each count, copies the hand-written zone sample into a throwaway source and 
 the zone has that many: long-term saves that change one line of twenty, a daily note every fifth
 version, memory cleared every two hundred, ten minutes apart. All but the last `--written` (50) are
 appended in one pass, each zone the very lines a zone write appends; the last go one at a time through
-the pages' own write path (`writes.zone_write`: the guest append, the audit row, the index refreshed). Then prints each memory page's p50 and p99 over
-`--runs` requests (after a warm-up) beside the timeline page of the same tape (`?at=` its middle)
-timed in the same rounds, and the ratio of the p50s; the target is 3x at most. SQLite, or PostgreSQL
+the pages' own write path (`writes.zone_write`: the guest append, the audit row, the index refreshed).
+Then prints each memory page's p50 and p99 over `--runs` requests (after a warm-up) beside the
+timeline page of the same tape (`?at=` its middle) timed in the same rounds, and the ratio of the
+p50s; the target is 3x at most. SQLite, or PostgreSQL
 when TAPEVIEW_DATABASE_URL names a server (`.ci/postgres_server.py -- python bench/memory_pages.py`).
 """
 
@@ -160,9 +161,12 @@ def main() -> None:
     print(f"database: {connection.vendor}", flush=True)
     worst = 0.0
     for versions in args.versions:
-        build_s, (store, tape) = timed(lambda versions=versions: build(home, versions, Actor.of(operator), args.written))
+        build_s, (store, tape) = timed(
+            lambda versions=versions: build(home, versions, Actor.of(operator), args.written)
+        )
         tape.refresh_from_db()
-        print(f"\n{versions:,} versions ({tape.entries:,} entries, {tape.size / 1e6:.1f} MB), written in {build_s:.0f} s")
+        size = f"{tape.entries:,} entries, {tape.size / 1e6:.1f} MB"
+        print(f"\n{versions:,} versions ({size}), written in {build_s:.0f} s")
         times = measure(client, pages(store, tape), f"/tapes/{tape.key}/?at={tape.entries // 2}", args.runs)
         reference = statistics.median(times["timeline"])
         print(f"  {'page':<32} {'p50 ms':>8} {'p99 ms':>8} {'p50 / timeline':>15}")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from collections.abc import Iterator
 from difflib import SequenceMatcher
 from itertools import chain
 
@@ -72,7 +72,9 @@ def attribute(steps: list[Step]) -> list[tuple[str, Step]]:
     return lines
 
 
-def attribute_back(newest_first: Iterator[Step], snap: Snapshot, changed_at: datetime | None) -> list[tuple[str, Step]]:
+def attribute_back(
+    newest_first: Iterator[Step], snap: Snapshot, changed_at: datetime | None
+) -> list[tuple[str, Step]]:
     """What attribute() makes of the collapsed steps and the content now, walking back from the newest
     step only until every line now has the version that brought it: the same matches, pair by pair
     (each version against the one before it), so a page of recent lines reads only recent versions."""

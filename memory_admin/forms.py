@@ -89,6 +89,12 @@ class PruneForm(forms.Form):
     before = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
 
 
+class VersionPageForm(forms.Form):
+    """`?before=` on a store page that lists Tapeview's revisions: the page of those kept before it."""
+
+    before = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+
+
 class HistoryForm(forms.Form):
     """`?q=` on nanobot's history page."""
 

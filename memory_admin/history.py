@@ -137,7 +137,9 @@ def _fields(source: Source) -> tuple:
     return (source.tape_id, source.pos, source.commit, source.audit_id)
 
 
-def held_at(steps: list[Step], tape_key: str | None, pos: int | None, when: datetime | None, label: str) -> int:
+def held_at(
+    steps: list[Step], tape_key: str | None, pos: int | None, when: datetime | None, label: str
+) -> int:
     """Which of the steps (oldest first) held at a point: an entry `pos` of a tape, or a time
     (LookupError before the first, or at an entry with no time)."""
     if tape_key is not None and pos is not None:

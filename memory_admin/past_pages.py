@@ -34,7 +34,10 @@ def store_blame(request: HttpRequest, key: str) -> HttpResponse:
     except StoreError as exc:
         return render(request, "memory_admin/store_blame.html", {**ctx, "problem": str(exc)}, status=400)
     # Reversed once, not for each line: a tape's entry pages are under one prefix.
-    urls = {"diff": reverse("memory_admin:store_diff", args=[key]), "store": reverse("memory_admin:store_detail", args=[key])}
+    urls = {
+        "diff": reverse("memory_admin:store_diff", args=[key]),
+        "store": reverse("memory_admin:store_detail", args=[key]),
+    }
     urls["tapes"] = reverse("tapes:tape_detail", args=["-"]).removesuffix("-/")
     return render(request, "memory_admin/store_blame.html", {**ctx, "lines": lines, "urls": urls})
 

@@ -64,11 +64,12 @@ def version_text(store: MemoryStore, version: str) -> str:
     return kind_of(store).version_text(store, version)
 
 
-def page_list(store: MemoryStore) -> VersionList:
-    """The versions a page lists, newest first, and whether older ones exist beyond them; none where
-    even the kept ones cannot be listed (a zone whose tape is gone)."""
+def page_list(store: MemoryStore, before: int | None = None) -> VersionList:
+    """The versions a page lists, newest first (those before `before`, where the kind pages them),
+    and whether older ones exist beyond them; none where even the kept ones cannot be listed (a zone
+    whose tape is gone)."""
     try:
-        return kind_of(store).version_list(store)
+        return kind_of(store).version_list(store, before)
     except (StoreError, TapeNotFound):
         return VersionList([])
 

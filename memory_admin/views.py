@@ -23,7 +23,7 @@ from .api.schemas import conflict
 from .blame import blames
 from .catalog import refresh_stat, sync_stores
 from .conflicts import Describe
-from .forms import AsOfForm, DiffForm, StoreListForm, TextEditForm
+from .forms import AsOfForm, DiffForm, StoreListForm, TextEditForm, VersionPageForm
 from .kinds import kind_of
 from .lookup import find_store, find_zone
 from .models import MemoryStore
@@ -53,7 +53,8 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     or `?tape=`: the store as it was then, past_pages.store_as_of).
 
     Template `memory_admin/store_detail.html`: `store`, `adapter` (its kind), `snap`, `audit`,
-    `versions` (newest first) and `listed` (them, `more`: if older ones are not listed, `first`),
+    `versions` (newest first: a page of them, `?before=`) and `listed` (them, `more`: if older ones
+    are not listed, `first`, and the `older`/`newer` pages),
     `filters` (the adapter's query form), then what the adapter adds for its partial; an unreadable
     store gets `problem` instead of `snap`.
     """
@@ -63,6 +64,8 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
     adapter = kind_of(store)
     filters = adapter.filters(request.GET)
     filters.is_valid()  # a bad value is shown as the form's error; the page keeps its defaults
+    pages = VersionPageForm(request.GET)
+    before = pages.cleaned_data.get("before") if pages.is_valid() and adapter.lists_revisions else None
     refresh_stat(store)  # the header shows the file as it is now, whoever changed it
     ctx = {
         "store": store,
@@ -77,11 +80,11 @@ def store_detail(request: HttpRequest, key: str) -> HttpResponse:
         # The agent's file is corrupt, too deep to read, or gone (or another host's, not copied
         # here): say so, with what Tapeview kept of it.
         problem = exc.detail if isinstance(exc, TapeNotFound) else str(exc)
-        listed = versions.page_list(store)
+        listed = versions.page_list(store, before)
         ctx.update(listed=listed, versions=listed.choices, problem=problem)
         return render(request, "memory_admin/store_detail.html", ctx)
     ctx.update(adapter.page_context(store, snap, filters))
-    listed = versions.page_list(store)  # after the snapshot: it keeps the current version
+    listed = versions.page_list(store, before)  # after the snapshot: it keeps the current version
     # A file that is not text is shown, never rewritten; one too long to edit may still be restored.
     ctx.update(snap=snap, edits_text=adapter.takes_text(store) and not edit_problem(store.title, snap))
     ctx.update(restores=not snap.not_text and adapter.restores(store), blames=blames(snap))

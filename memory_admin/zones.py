@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterator, Set
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 import orjson
 
@@ -13,6 +16,7 @@ from tapeview.sources.bub import tool_calls
 from tapeview.tapes import index
 from tapeview.tapes import rows as index_rows
 from tapeview.tapes.models import Anchor, Tape
+from tapeview.tapes.pictures.tallies import state_key
 from tapeview.tapes.rows import Match
 from tapeview.tapes.timeline import read_rows
 
@@ -178,34 +182,57 @@ def holder_of(tape: Tape | None) -> Tape | None:
     return next((h for h in [*_sidecars(tape), tape] if index_rows.of(h).any_of(*ZONE_ROWS).exists()), None)
 
 
-def seals(holder: Tape) -> list[Seal]:
+class Seals(list[Seal]):
+    """A holder's seals in file order, with what pages work out of them, each once."""
+
+    @cached_property
+    def current(self) -> int | None:
+        """Which seal is the zone the agent reads (bub_zone.current's rule, on the seals)."""
+        best: int | None = None
+        for i, seal in enumerate(self):
+            if seal.version > (self[best].version if best is not None else 0):
+                best = i
+        return best
+
+    @cached_property
+    def raising(self) -> list[int]:
+        """The seals that raised the version: the zones the agent read one after the other."""
+        kept, top = [], 0
+        for i, seal in enumerate(self):
+            if seal.version > top:
+                kept.append(i)
+                top = seal.version
+        return kept
+
+    @cached_property
+    def rank(self) -> tuple[list[int], dict[int, int]]:
+        """The seals in version order (file order within a version), and each one's place in it."""
+        order = sorted(range(len(self)), key=lambda i: (self[i].version, i))
+        return order, {i: r for r, i in enumerate(order)}
+
+
+_KEPT: OrderedDict[str, Seals] = OrderedDict()
+KEPT_HOLDERS = 32  # holders whose seals this process keeps
+
+
+def seals(holder: Tape) -> Seals:
     """Every seal of a holder with a version, in file order: three narrow columns of the anchor rows,
-    no entry read (a zone's contents are read only for the versions a page shows)."""
+    no entry read (a zone's contents are read only for the versions a page shows). Kept in this
+    process while the holder's index stays as it is (a seal, once indexed, stays where it is), as
+    objects rather than in the cache: unpickling 5,000 of them cost more than the page."""
+    key = state_key("zone-seals", holder)
+    if (kept := _KEPT.get(key)) is not None:
+        _KEPT.move_to_end(key)
+        return kept
     found = Anchor.objects.filter(tape=holder, name=bub_zone.SEAL).order_by("pos")
-    out = []
+    out = Seals()
     for pos, date, state in found.values_list("pos", "date", "state"):
         if (version := _state_version(state)) is not None:
             out.append(Seal(pos, version, date))
+    _KEPT[key] = out
+    while len(_KEPT) > KEPT_HOLDERS:
+        _KEPT.popitem(last=False)
     return out
-
-
-def seals_of(store: object, holder: Tape) -> list[Seal]:
-    """seals(holder), read once per request: kept on the store's instance for the holder's index as
-    it is now (a write indexes more, and the next read of the holder's row asks again)."""
-    kept = store.__dict__.setdefault("_seals", {})
-    state = (holder.pk, holder.next_pos, holder.indexed_offset, holder.size, holder.mtime_ns)
-    if state not in kept:
-        kept[state] = seals(holder)
-    return kept[state]
-
-
-def current_index(found: list[Seal]) -> int | None:
-    """Which seal is the zone the agent reads (bub_zone.current's rule, on the seals)."""
-    best: int | None = None
-    for i, seal in enumerate(found):
-        if seal.version > (found[best].version if best is not None else 0):
-            best = i
-    return best
 
 
 def read_at(holder: Tape, found: list[Seal], wanted: Set[int]) -> dict[int, Zone]:
@@ -227,13 +254,12 @@ def read_at(holder: Tape, found: list[Seal], wanted: Set[int]) -> dict[int, Zone
     return out
 
 
-def page(holder: Tape, found: list[Seal], before: int | None, limit: int) -> ZonePage:
+def page(holder: Tape, found: Seals, before: int | None, limit: int) -> ZonePage:
     """The `limit` versions sealed before position `before` (None: the newest), newest first, each
     with its change from the version before it (the next lower version, as bub_zone.changes has it)."""
-    end = len(found) if before is None else sum(1 for s in found if s.pos < before)
+    end = len(found) if before is None else bisect_left(found, before, key=lambda s: s.pos)
     listed = list(range(max(0, end - limit), end))[::-1]
-    order = sorted(range(len(found)), key=lambda i: (found[i].version, i))
-    rank = {i: r for r, i in enumerate(order)}
+    order, rank = found.rank
     previous = {i: order[rank[i] - 1] for i in listed if rank[i] > 0}
     zones = read_at(holder, found, {*listed, *previous.values()})
     rows = []

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from django import forms
+from django.db.models import Q, QuerySet
 
 from ..forms import EmptyForm
 from ..history import LineOrigin, Step, held_at, revision_steps
-from ..models import MemoryStore
+from ..models import MemoryStore, Revision
 from ..stores.model import Snapshot, StoreError
 
 
@@ -31,10 +32,14 @@ class VersionChoice:
 
 @dataclass(frozen=True)
 class VersionList:
-    """The versions a page lists, newest first; `more`: older ones exist that are not listed."""
+    """The versions a page lists, newest first; `more`: older ones exist that are not listed. Where
+    the list is paged, `older` and `newer` are the `?before=` of the pages on either side ("" the
+    newest page, None none)."""
 
     choices: list[VersionChoice]
     more: bool = False
+    older: int | None = None
+    newer: int | str | None = None
 
     @property
     def first(self) -> str | None:
@@ -52,6 +57,9 @@ def after(choices: list[VersionChoice], version: str) -> str | None:
     names = [c.version for c in choices]
     at = names.index(version) if version in names else len(names)
     return names[at + 1] if at + 1 < len(names) else None
+
+
+PAGE = 50  # versions a page lists, newest first (an "older" link pages back)
 
 
 class StoreKind:
@@ -78,34 +86,46 @@ class StoreKind:
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         """Every version the store can be compared at or restored to, newest first."""
-        return [
-            VersionChoice(
-                r.version,
-                f"{r.seen_at:%Y-%m-%d %H:%M:%S} · {r.origin} · {r.version[:8]}",
-                r.seen_at,
-                r.summary,
-                exact=r.origin != r.NOT_TEXT,
-            )
-            for r in store.revisions.defer("text")  # a list of versions needs none of their texts
-        ]
+        return [_revision_choice(r) for r in _listed(store)]
 
-    def version_list(self, store: MemoryStore) -> VersionList:
-        """The versions its pages list: all of them, unless the kind cuts the list."""
-        return VersionList(self.versions(store))
+    def version_list(self, store: MemoryStore, before: int | None = None) -> VersionList:
+        """The PAGE versions its pages list, newest first, older than the revision `before` (its id;
+        None: the newest), by keyset: what a page reads does not grow with the versions kept."""
+        revisions = _listed(store)
+        edge = store.revisions.filter(pk=before).values_list("seen_at", flat=True).first() if before else None
+        if edge is not None:
+            revisions = revisions.filter(Q(seen_at__lt=edge) | Q(seen_at=edge, pk__lt=before))
+        found = list(revisions[: PAGE + 1])
+        more = len(found) > PAGE
+        newer: int | str | None = None
+        if edge is not None and found:
+            top = found[0]
+            above = store.revisions.filter(Q(seen_at__gt=top.seen_at) | Q(seen_at=top.seen_at, pk__gt=top.pk))
+            ids = list(above.order_by("seen_at", "id").values_list("pk", flat=True)[: PAGE + 1])
+            newer = (ids[PAGE] if len(ids) > PAGE else "") if ids else None
+        choices = [_revision_choice(r) for r in found[:PAGE]]
+        return VersionList(choices, more, found[PAGE - 1].pk if more else None, newer)
 
     def choices_near(self, store: MemoryStore, wanted: tuple[str | None, ...]) -> list[VersionChoice]:
-        """What a diff page's pickers offer, newest first, `wanted` (its two versions) among them
-        where the kind lists only some."""
-        return self.versions(store)
+        """What a diff page's pickers offer, newest first: the newest PAGE versions and `wanted` (its
+        two versions) among them."""
+        listed = {r.pk: r for r in _listed(store)[:PAGE]}
+        listed.update((r.pk, r) for r in _listed(store).filter(version__in=[v for v in wanted if v]))
+        ordered = sorted(listed.values(), key=lambda r: (r.seen_at, r.pk), reverse=True)
+        return [_revision_choice(r) for r in ordered]
 
     def count(self, store: MemoryStore) -> tuple[int, datetime | None]:
         """How many versions, and the newest one's date."""
-        found = self.versions(store)
-        return len(found), found[0].date if found else None
+        newest = _listed(store).first()
+        return store.revisions.count(), newest.seen_at if newest else None
 
     def previous(self, store: MemoryStore, version: str) -> str | None:
         """The version before `version` in time: what a diff of it compares with (None: it is the first)."""
-        return after(self.versions(store), version)
+        rev = _listed(store).filter(version=version).first()
+        if rev is None:
+            return None
+        older = _listed(store).filter(Q(seen_at__lt=rev.seen_at) | Q(seen_at=rev.seen_at, pk__lt=rev.pk))
+        return older.values_list("version", flat=True).first()
 
     def version_text(self, store: MemoryStore, version: str) -> str:
         """The text of a version (LookupError if there is no such version)."""
@@ -190,6 +210,16 @@ class StoreKind:
 
     def prune_preview(self, store: MemoryStore, days: int) -> list[str]:
         raise StoreError("prune applies to Bub memory zones only")
+
+
+def _listed(store: MemoryStore) -> QuerySet[Revision]:
+    # A list of versions needs none of their texts.
+    return store.revisions.only("id", "store_id", "version", "seen_at", "origin").order_by("-seen_at", "-id")
+
+
+def _revision_choice(r: Revision) -> VersionChoice:
+    label = f"{r.seen_at:%Y-%m-%d %H:%M:%S} · {r.origin} · {r.version[:8]}"
+    return VersionChoice(r.version, label, r.seen_at, r.summary, exact=r.origin != r.NOT_TEXT)
 
 
 def parse_time(stamp: object) -> datetime | None:

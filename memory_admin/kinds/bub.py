@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
@@ -18,13 +19,11 @@ from tapeview.tapes.models import Tape
 
 from .. import zones
 from ..forms import PRUNE_DAYS, PruneForm
-from ..history import Source, Step, by_operator, held_at, write_audits
+from ..history import Source, Step, by_operator, write_audits
 from ..models import MemoryStore
 from ..stores import bub_zone, bub_zone_write
 from ..stores.model import Snapshot, StaleEdit, StoreError
-from .base import StoreKind, VersionChoice, VersionList
-
-PAGE = 50  # versions a page lists, newest first (an "older" link pages back)
+from .base import PAGE, StoreKind, VersionChoice, VersionList
 
 
 class BubZone(StoreKind):
@@ -46,12 +45,14 @@ class BubZone(StoreKind):
         holder = zones.holder_of(store.tape)
         if holder is None:
             return zones.snapshot(zones.EMPTY)
-        found = zones.seals_of(store, holder)
-        at = zones.current_index(found)
+        found = zones.seals(holder)
+        at = found.current
         zone = zones.read_at(holder, found, {at}).get(at) if at is not None else None  # type: ignore[arg-type]
         if at is not None and zone is None:  # a seal without its open: the whole read decides
             return zones.snapshot(zones.zones_of(store.tape))
-        return Snapshot(str(zone.version) if zone else "missing", bub_zone.zone_text(zone), [zone] if zone else [])
+        return Snapshot(
+            str(zone.version) if zone else "missing", bub_zone.zone_text(zone), [zone] if zone else []
+        )
 
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         found = zones.zones_of(store.tape)
@@ -61,7 +62,7 @@ class BubZone(StoreKind):
             for z in reversed(found["zones"])
         ]
 
-    def version_list(self, store: MemoryStore) -> VersionList:
+    def version_list(self, store: MemoryStore, before: int | None = None) -> VersionList:
         """The newest PAGE versions, from the seals alone (the page's table reads its own window)."""
         found = self._seals(store)
         return VersionList([_choice(s) for s in reversed(found[-PAGE:])], len(found) > PAGE)
@@ -95,9 +96,9 @@ class BubZone(StoreKind):
     def edited_text(self, store: MemoryStore, version: str) -> str:
         return self._zone(store, version).long_term
 
-    def _seals(self, store: MemoryStore) -> list[zones.Seal]:
+    def _seals(self, store: MemoryStore) -> zones.Seals:
         holder = zones.holder_of(store.tape)
-        return zones.seals_of(store, holder) if holder is not None else []
+        return zones.seals(holder) if holder is not None else zones.Seals()
 
     def _zone(self, store: MemoryStore, version: str) -> bub_zone.Zone:
         zone = self._find(store, version)
@@ -114,7 +115,7 @@ class BubZone(StoreKind):
         holder = zones.holder_of(store.tape)
         if holder is None or not _number(version):
             return None
-        found = zones.seals_of(store, holder)
+        found = zones.seals(holder)
         for i, seal in enumerate(found):
             if str(seal.version) == version and (zone := zones.read_at(holder, found, {i}).get(i)):
                 return zone
@@ -129,7 +130,8 @@ class BubZone(StoreKind):
 
     def history_back(self, store: MemoryStore) -> Iterator[Step]:
         """history(), newest first, PAGE zones at a time: blame reads back only as far as it must."""
-        for holder, found, kept in reversed(self._raising(store)):
+        for holder, found in reversed(self._holders(store)):
+            kept = found.raising
             for end in range(len(kept), 0, -PAGE):
                 batch = kept[max(0, end - PAGE) : end]
                 yield from reversed(self._batch_steps(store, holder, found, batch))
@@ -137,29 +139,42 @@ class BubZone(StoreKind):
     def step_at(
         self, store: MemoryStore, tape_key: str | None, pos: int | None, when: datetime | None, label: str
     ) -> Step:
-        """From the seals' places and dates alone, then only that zone read."""
-        places = [(holder, found, i) for holder, found, kept in self._raising(store) for i in kept]
-        light = [Step("", found[i].date, "", place=(holder.key, found[i].pos)) for holder, found, i in places]
-        holder, found, i = places[held_at(light, tape_key, pos, when, label)]
+        """history.held_at's answer from the seals' places and dates alone, then only that zone read."""
+        places = [(holder, found, i) for holder, found in self._holders(store) for i in found.raising]
+        at = None
+        if tape_key is not None and pos is not None:
+            mine = [n for n, (holder, _, _) in enumerate(places) if holder.key == tape_key]
+            if mine:
+                where = [places[n][1][places[n][2]].pos for n in mine]  # ascending: file order
+                k = bisect_right(where, pos)
+                at = mine[k - 1] if k else mine[0] - 1
+                if at < 0:
+                    raise LookupError(f"no version of this store as of {label}")
+            elif when is None:
+                raise LookupError(f"{label} has no time (the tape records none): pick a time instead")
+        if at is None:
+            assert when is not None
+            best = None
+            for n, (_, found, i) in enumerate(places):
+                date = found[i].date
+                if date is not None and date <= when and (best is None or (date, n) >= best):
+                    best = (date, n)
+            if best is None:
+                raise LookupError(f"no version of this store as of {label or when.isoformat()}")
+            at = best[1]
+        holder, found, i = places[at]
         steps = self._batch_steps(store, holder, found, [i])
         return steps[0] if steps else super().step_at(store, tape_key, pos, when, label)
 
-    def _raising(self, store: MemoryStore) -> list[tuple[Tape, list[zones.Seal], list[int]]]:
-        """Per file that held the zone (the tape, then its memory sidecar): its seals, and which of
-        them raised the version (the zones the agent read one after the other)."""
+    def _holders(self, store: MemoryStore) -> list[tuple[Tape, zones.Seals]]:
+        """The files that held the zone (the tape, then its memory sidecar), each with its seals."""
         if store.tape is None:
             raise TapeNotFound("this memory zone's tape is no longer indexed")
-        out = []
-        for holder in zones.holders(store.tape):
-            found, kept, top = zones.seals_of(store, holder), [], 0
-            for i, seal in enumerate(found):
-                if seal.version > top:
-                    kept.append(i)
-                    top = seal.version
-            out.append((holder, found, kept))
-        return out
+        return [(holder, zones.seals(holder)) for holder in zones.holders(store.tape)]
 
-    def _batch_steps(self, store: MemoryStore, holder: Tape, found: list[zones.Seal], batch: list[int]) -> list[Step]:
+    def _batch_steps(
+        self, store: MemoryStore, holder: Tape, found: list[zones.Seal], batch: list[int]
+    ) -> list[Step]:
         """The steps of these seals, oldest first, with the zone after them read too: the tool
         calls after a run of zones claim them only up to the next turn's zones (zones.writers)."""
         read = zones.read_at(holder, found, {*batch, batch[-1] + 1})
@@ -196,9 +211,13 @@ class BubZone(StoreKind):
         the prune preview's figures."""
         holder = zones.holder_of(store.tape)
         current = bub_zone.current(snap.items)
-        found = zones.seals_of(store, holder) if holder is not None else []
+        found = zones.seals(holder) if holder is not None else []
         before = filters.cleaned_data.get("before")
-        page = zones.page(holder, found, before, PAGE) if holder is not None else zones.ZonePage([], 0, None, None)
+        page = (
+            zones.page(holder, found, before, PAGE)
+            if holder is not None
+            else zones.ZonePage([], 0, None, None)
+        )
         days = filters.cleaned_data.get("days")  # None when absent or invalid: no preview
         # Reversed once here, not three times a row in the versions table.
         names = {"store": "store_detail", "diff": "store_diff", "action": "zone_action"}

@@ -40,7 +40,7 @@ class NanobotText(StoreKind):
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         return self._merged(store, COMMITS_SHOWN).choices
 
-    def version_list(self, store: MemoryStore) -> VersionList:
+    def version_list(self, store: MemoryStore, before: int | None = None) -> VersionList:
         """The revisions Tapeview kept and the newest COMMITS_SHOWN commits, newest first by time,
         each commit with the version of the text it holds (its page offers no restore of the text
         the file holds already)."""

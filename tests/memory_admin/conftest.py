@@ -69,7 +69,9 @@ def many_versions(db, settings, tmp_path: Path) -> Callable[..., dict[str, Memor
     start = (FIXTURES / "bub" / "hand_memory_zone.jsonl").read_bytes().splitlines(keepends=True)[:2]
 
     def line(n: int, kind: str, payload: dict, when: datetime) -> bytes:
-        return json.dumps({"id": n, "kind": kind, "payload": payload, "meta": {}, "date": when.isoformat()}).encode()
+        return json.dumps(
+            {"id": n, "kind": kind, "payload": payload, "meta": {}, "date": when.isoformat()}
+        ).encode()
 
     def build(kept_from: int | None = None, **counts: int) -> dict[str, MemoryStore]:
         for name, count in counts.items():

@@ -113,7 +113,9 @@ def test_blame_walking_back_a_zone_returned_to_gives_what_the_whole_history_give
     for text in ("Likes green tea.", "Likes black tea.", "Likes green tea."):  # an operator's edits, a return
         version = operator_client.get(f"/memory/{store.key}/").content.decode()
         base = re.search(r'<code id="version">(\d+)</code>', version).group(1)
-        r = operator_client.post(f"/memory/{store.key}/zone", {"action": "long_term", "text": text, "base_version": base})
+        r = operator_client.post(
+            f"/memory/{store.key}/zone", {"action": "long_term", "text": text, "base_version": base}
+        )
         assert r.status_code == 302
     same_blame(store)
 
@@ -134,16 +136,31 @@ def queries(client, url: str) -> int:
 
 @pytest.mark.parametrize(
     "page",
-    ["/", "/?before={middle}", "/diff", "/diff?to={deep}", "/blame", "/?tape={tape}&pos={middle}", "/?as_of={when}"],
+    [
+        "/",
+        "/?before={middle}",
+        "/diff",
+        "/diff?to={deep}",
+        "/blame",
+        "/?tape={tape}&pos={middle}",
+        "/?as_of={when}",
+    ],
 )
-def test_a_zone_page_costs_the_same_queries_at_50_and_500_versions(viewer_client, many_versions, page) -> None:
+def test_a_zone_page_costs_the_same_queries_at_50_and_500_versions(
+    viewer_client, many_versions, page
+) -> None:
     from memory_admin import zones
 
     counts = []
     for store in many_versions(small=50, large=500).values():
         found = zones.seals(zones.holder_of(store.tape))
         middle = found[len(found) // 2]
-        fields = {"middle": middle.pos, "deep": 5, "tape": store.tape.key, "when": f"{middle.date:%Y-%m-%dT%H:%M:%S}"}
+        fields = {
+            "middle": middle.pos,
+            "deep": 5,
+            "tape": store.tape.key,
+            "when": f"{middle.date:%Y-%m-%dT%H:%M:%S}",
+        }
         url = f"/memory/{store.key}{page.format(**fields)}"
         viewer_client.get(url)  # the first look keeps the current version: a write of its own
         counts.append(queries(viewer_client, url))
