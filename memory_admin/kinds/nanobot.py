@@ -40,6 +40,10 @@ class NanobotText(StoreKind):
     def versions(self, store: MemoryStore) -> list[VersionChoice]:
         return self._merged(store, COMMITS_SHOWN).choices
 
+    def choices_near(self, store: MemoryStore, wanted: tuple[str | None, ...]) -> list[VersionChoice]:
+        """The revisions and the newest COMMITS_SHOWN commits, as the store page lists them."""
+        return self.versions(store)
+
     def version_list(self, store: MemoryStore, before: int | None = None) -> VersionList:
         """The revisions Tapeview kept and the newest COMMITS_SHOWN commits, newest first by time,
         each commit with the version of the text it holds (its page offers no restore of the text
