@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.vary import vary_on_headers
@@ -33,6 +33,9 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
     tape = lookup.find_tape(key)
     if request.htmx and request.htmx.target == "phase-table":
         return render(request, "tapes/_phase_table.html", {"tape": tape, **phase_table(request, tape)})
+    clean = _clean_query(request)
+    if clean is not None and not request.htmx:
+        return redirect(f"{request.path}?{clean}" if clean else request.path)
     form = TimelineForm(request.GET)
     form.is_valid()
     where, only, jump = form.where(), form.only(), form.cleaned_data.get("at")
@@ -61,13 +64,25 @@ def tape_detail(request: HttpRequest, key: str) -> HttpResponse:
         "page_first": page.first_pos,  # its poller says where the page starts: it takes a page's worth
     }
     if request.htmx:
-        return _render(request, "tapes/tape_detail.html#entries", ctx)
+        response = _render(request, "tapes/tape_detail.html#entries", ctx)
+        if clean is not None:  # the address the jump form's page is pushed as
+            response["HX-Push-Url"] = f"{request.path}?{clean}" if clean else request.path
+        return response
     ctx["attachments"] = attachments = list(tape.attachments.order_by("role", "name"))
     ctx["has_memory"] = _has_memory(tape, attachments)
     ctx["budget"] = budget.measure(tape, page.index)
     ctx["mid_turn"] = turn_state.mid_turn(tape, page.index)  # the header's "Hand off…" waits, as the budget's
     ctx["handoff_offered"] = not handoff.refusal(tape)
     return _render(request, "tapes/tape_detail.html", {**ctx, **phase_table(request, tape)})
+
+
+def _clean_query(request: HttpRequest) -> str | None:
+    """The query without its empty parameters (the jump form sends both fields), each name once
+    (its last value), or None when it is clean already."""
+    lists = list(request.GET.lists())
+    if all(len(values) == 1 and values[0] != "" for _, values in lists):
+        return None
+    return urlencode({name: values[-1] for name, values in lists if values[-1] != ""})
 
 
 def _render(request: HttpRequest, template: str, ctx: dict) -> HttpResponse:
