@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import User
@@ -18,6 +19,7 @@ from tapeview.accounts import signin
 from tapeview.accounts.roles import has_role, role_of
 from tapeview.sources import SourceSpecError, parse_sources
 from tapeview.tapes.models import Tape
+from tests.servers import environment
 
 
 def test_source_specs_take_a_label_a_kind_and_a_path(tmp_path: Path) -> None:
@@ -133,7 +135,9 @@ def test_serve_creates_the_first_admin_and_prints_a_sign_in_link(
 ) -> None:
     settings.HOME = tmp_path
     served = {}
-    monkeypatch.setattr("waitress.serve", lambda app, **kw: served.update(kw))
+    monkeypatch.setattr(
+        "waitress.create_server", lambda app, **kw: served.update(kw) or SimpleNamespace(run=lambda: None)
+    )
     monkeypatch.setenv("TAPEVIEW_SOURCES", "")  # serve sets it for its workers; undo that after
     out = io.StringIO()
     # --no-index: the background indexer would write beside this test's transaction; it is tested
@@ -154,3 +158,28 @@ def test_serve_creates_the_first_admin_and_prints_a_sign_in_link(
     again = io.StringIO()
     call_command("signinlink", "admin", stdout=again)  # a new link, on the port the server took
     assert again.getvalue().startswith("http://127.0.0.1:8123/signin/")
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_A_PORT], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True
+    )
+    try:
+        port = int(holder.stdout.readline())  # bound and listening, in a process of its own
+        env = environment(tmp_path, "")
+        command = [sys.executable, "-m", "tapeview", "serve", "--port", str(port), "--no-index"]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"tapeview: port {port} is in use\n")
+
+
+HOLD_A_PORT = """
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+sys.stdin.read()
+"""

@@ -4,6 +4,7 @@ once, and keep the index up to date in the background (`tapeview index --watch` 
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterable
 
@@ -16,6 +17,7 @@ from tapeview import home
 from tapeview.accounts import signin
 from tapeview.tapes import discovery, watcher
 from tapeview.tapes.management.commands.index import add_watch_options, sources_from
+from tapeview.tapes.terminal import USAGE
 
 from ._schema import migrate
 
@@ -46,6 +48,9 @@ class Command(BaseCommand):
         full_every: float,
         **options,
     ) -> None:
+        proxy = proxy_options()
+        # Bound before anything else: a port in use is said in one line, not after the setup's output.
+        server = self.bind(host, port, proxy)
         specs = sources_from(sources)
         if sources:
             # Pages read the sources from settings; the same value reaches every worker thread.
@@ -72,7 +77,6 @@ class Command(BaseCommand):
                 f"    {base}/signin/{signin.issue(admin)}/\n\n"
                 "and press Sign in, then set a password. (`tapeview signinlink NAME` prints a new link.)\n"
             )
-        proxy = proxy_options()
         if proxy:
             self.stdout.write(
                 f"trusting X-Forwarded-For, -Proto, -Host and -Port from {proxy['trusted_proxy']}"
@@ -80,7 +84,15 @@ class Command(BaseCommand):
         self.stdout.write(f"Serving on {base}/ (Ctrl-C to stop)")
         self.stdout.flush()
         try:
-            waitress.serve(
+            server.run()
+        finally:
+            if stop is not None:
+                stop.set()
+
+    def bind(self, host: str, port: int, proxy: dict):
+        """waitress's server, its socket bound; exit status 2 with one line if the port is taken."""
+        try:
+            return waitress.create_server(
                 without_head_bodies(get_wsgi_application()),
                 host=host,
                 port=port,
@@ -90,9 +102,13 @@ class Command(BaseCommand):
                 clear_untrusted_proxy_headers=True,
                 **proxy,
             )
-        finally:
-            if stop is not None:
-                stop.set()
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                problem = f"port {port} is in use"
+            else:
+                problem = f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            self.stderr.write(f"tapeview: {problem}")
+            raise SystemExit(USAGE) from None
 
 
 def without_head_bodies(app: Callable) -> Callable:
