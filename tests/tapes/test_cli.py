@@ -183,3 +183,17 @@ s.listen()
 print(s.getsockname()[1], flush=True)
 sys.stdin.read()
 """
+
+
+def test_help_lists_tapeviews_own_commands_first_and_djangos_under_their_heading(tmp_path: Path) -> None:
+    env = {"TAPEVIEW_HOME": str(tmp_path), "PATH": str(Path(sys.executable).parent)}
+    out = subprocess.run(
+        [sys.executable, "-m", "tapeview", "help"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    ours, _, django = out.partition("\nDjango:\n")
+    names = [line.split()[0] for line in ours.split("Commands:\n")[1].splitlines() if line[2:3] != " "]
+    assert names[0] == "serve"
+    assert {"index", "show", "search", "demo", "createuser", "signinlink", "token"} <= set(names)
+    assert "  serve       Serve the dashboard over the given sources" in ours
+    assert not {"flush", "dbshell", "startproject", "migrate"} & set(names)
+    assert {"flush", "dbshell", "startproject", "migrate"} <= set(django.split())
