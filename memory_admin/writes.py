@@ -29,7 +29,8 @@ from .versions import snapshot
 
 log = logging.getLogger(__name__)
 
-# Raised before a write begins: nothing was written, and a refusal is not a write to log.
+# Raised before a write begins: nothing was written, and a refusal is not a write to log (a
+# conflict, StaleEdit, is logged as refused: an editor's change met another's).
 REFUSALS = (StaleEdit, StoreError, TapeBusy, LookupError)
 
 
@@ -49,6 +50,7 @@ def replace_long_term(store: MemoryStore, text: str, base_version: str, actor: A
     return _written(
         store,
         actor,
+        base_version,
         adapter.long_term_action,
         lambda: adapter.write_long_term(store, text, base_version, actor.name),
         expect=_next_zone(store, base_version),
@@ -64,6 +66,7 @@ def restore(store: MemoryStore, version: str, base_version: str, actor: Actor) -
     return _written(
         store,
         actor,
+        base_version,
         adapter.restore_action,
         lambda: adapter.restore(store, version, base_version, actor.name),
         expect=_next_zone(store, base_version),
@@ -77,6 +80,7 @@ def zone_write(store: MemoryStore, actor: Actor, action: str, base_version: str,
     return _written(
         store,
         actor,
+        base_version,
         f"zone.{action}",
         lambda: zone.apply(store, action, base_version, **params),
         expect=_next_zone(store, base_version),
@@ -91,7 +95,13 @@ def zone_move(store: MemoryStore, actor: Actor, base_version: str) -> Snapshot:
     existing = bub_zone.current_zone(sidecar)
     expect = str((existing.version if existing else 0) + 1)  # as copy_zone numbers it
     snap = _written(
-        store, actor, "zone.move", lambda: zone.move(store, base_version), expect=expect, target=sidecar.name
+        store,
+        actor,
+        base_version,
+        "zone.move",
+        lambda: zone.move(store, base_version),
+        expect=expect,
+        target=sidecar.name,
     )
     sync_stores()  # the store's file is now the sidecar
     return snap
@@ -103,6 +113,7 @@ def entry_write(store: MemoryStore, actor: Actor, action: str, base_version: str
     return _written(
         store,
         actor,
+        base_version,
         f"entry.{action}",
         lambda: memory.apply(store, action, base_version, **params),
         **_public(params),
@@ -115,6 +126,7 @@ def kv_write(store: MemoryStore, actor: Actor, action: str, base_version: str, *
     return _written(
         store,
         actor,
+        base_version,
         f"kv.{action}",
         lambda: kv.apply(store, action, base_version, **params),
         key=params["key"],
@@ -128,7 +140,14 @@ def refuse_kept(store: MemoryStore) -> None:
 
 
 def _written(
-    store: MemoryStore, actor: Actor, action: str, write: Callable[[], object], *, expect: str = "", **detail
+    store: MemoryStore,
+    actor: Actor,
+    base: str,
+    action: str,
+    write: Callable[[], object],
+    *,
+    expect: str = "",
+    **detail,
 ) -> Snapshot:
     """Run one write, recorded first as an intent and settled after; return the store as written.
 
@@ -153,7 +172,7 @@ def _written(
         with announcing(lambda _path, version: audit.expect(intent, version)):
             write()
     except BaseException as exc:
-        _settle_failed(store, intent, exc)
+        _settle_failed(store, intent, exc, base)
         raise
     try:
         after = snapshot(store, "written")
@@ -194,8 +213,12 @@ def settle_intents(store: MemoryStore) -> None:
             audit.settle(event, audit.NOT_WRITTEN, why="its writer stopped before the file held its version")
 
 
-def _settle_failed(store: MemoryStore, intent: AuditEvent, exc: BaseException) -> None:
+def _settle_failed(store: MemoryStore, intent: AuditEvent, exc: BaseException, base: str) -> None:
     """What became of a write that raised: refused, failed, written after all, or unknown yet."""
+    if isinstance(exc, StaleEdit) and _conflicts(store, intent, exc, base):
+        why = f"a conflict: the file changed since its editor read it (it is at {exc.current_version})"
+        audit.settle(intent, audit.REFUSED, why=why, after="")
+        return
     if isinstance(exc, REFUSALS):
         audit.withdraw(intent)
         return
@@ -211,6 +234,18 @@ def _settle_failed(store: MemoryStore, intent: AuditEvent, exc: BaseException) -
         audit.settle(intent, audit.WRITTEN, why=f"written, then: {why}")
     else:
         audit.settle(intent, audit.FAILED, why=why)
+
+
+def _conflicts(store: MemoryStore, intent: AuditEvent, stale: StaleEdit, base: str) -> bool:
+    """Whether a stale write met another's change of a version the store had: not a base it never
+    had (a made-up value), nor the newer version of this writer's own write from that base (the same
+    Save posted twice)."""
+    if not store.revisions.filter(version=base).exists():
+        return False
+    own = audit.events_of(intent.subject).filter(
+        actor=intent.actor, action=intent.action, before=base, after=stale.current_version
+    )
+    return not own.exclude(pk=intent.pk).filter(outcome__in=(audit.WRITTEN, audit.PENDING)).exists()
 
 
 def _on_disk(store: MemoryStore) -> Snapshot:

@@ -13,11 +13,12 @@ from django.utils import timezone
 
 from .models import AuditEvent
 
-PENDING, WRITTEN, FAILED, NOT_WRITTEN = (
+PENDING, WRITTEN, FAILED, NOT_WRITTEN, REFUSED = (
     AuditEvent.PENDING,
     AuditEvent.WRITTEN,
     AuditEvent.FAILED,
     AuditEvent.NOT_WRITTEN,
+    AuditEvent.REFUSED,
 )
 # A write takes milliseconds and waits at most seconds for a lock: an intent this old, still
 # pending, belongs to a writer that is gone, even one on another host or whose pid was reused.
@@ -94,9 +95,10 @@ def settle(event: AuditEvent, outcome: str, *, why: str = "", **fields: object) 
 
 
 def withdraw(event: AuditEvent) -> None:
-    """Take back an intent whose write was refused before it began (a conflict, a busy tape).
+    """Take back an intent whose write was refused before it began (a bad value, a busy tape).
 
-    A refusal writes nothing, and the log keeps writes, not refusals; only a pending row goes.
+    Such a refusal writes nothing and the log keeps writes, not refusals; only a pending row goes.
+    A conflict is settled REFUSED instead: someone's edit met another's, and the log says so.
     """
     if event.outcome == PENDING:
         event.delete()

@@ -54,11 +54,13 @@ class AuditEvent(models.Model):
     """
 
     PENDING, WRITTEN, FAILED, NOT_WRITTEN = "pending", "written", "failed", "not written"
+    REFUSED = "refused"
     OUTCOMES = [
         (PENDING, "pending"),  # recorded before the write; not settled yet
         (WRITTEN, "written"),
         (FAILED, "failed"),  # an error stopped it before the file changed
         (NOT_WRITTEN, "not written"),  # its writer stopped, and the file never held its version
+        (REFUSED, "refused"),  # a conflict: the file changed since its editor read it; nothing written
     ]
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -92,6 +92,16 @@ def revoke(token: ApiToken) -> ApiToken:
     return token
 
 
+def audited(token: ApiToken) -> dict:
+    """What the audit log says of a token created or revoked: never the token itself."""
+    until = f"{token.expires_at:%Y-%m-%d}" if token.expires_at else "no expiry"
+    return {
+        "subject": f"token:{token.name}",
+        "target": f"API token {token.name} ({token.scope}, {until})",
+        "detail": {"id": token.pk, "scope": token.scope, "prefix": token.prefix},
+    }
+
+
 def state(token: ApiToken) -> str:
     """live, expired or revoked, as the token list shows it."""
     if token.revoked_at is not None:

@@ -108,7 +108,8 @@ def test_a_stale_edit_is_409_with_the_current_content_and_a_diff(writer, memory_
     body = r.json()
     assert body["current_content"] == agents.decode() and body["current_version"] != base
     assert "+my version" in body["diff"] and "-- Added by Dream meanwhile." in body["diff"]
-    assert body["detail"] and not AuditEvent.objects.exists()
+    refused = AuditEvent.objects.get()  # the conflict is in the audit log, as refused
+    assert body["detail"] and (refused.action, refused.outcome) == ("edit", AuditEvent.REFUSED)
     again = writer.put(
         f"/api/memory/{memory.key}/long-term",
         {"content": "my version\n", "base_version": body["current_version"]},

@@ -59,7 +59,9 @@ def test_an_edit_is_written_atomically_recorded_and_audited(operator_client, mem
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_a_stale_edit_gets_409_with_both_versions_and_writes_nothing(operator_client, memory_sources) -> None:
+def test_a_stale_edit_gets_409_with_both_versions_writes_nothing_and_is_audited_as_refused(
+    operator_client, memory_sources
+) -> None:
     memory = store("nanobot.memory")
     path = Path(memory.path)
     page = operator_client.get(f"/memory/{memory.key}/edit").content.decode()
@@ -71,7 +73,9 @@ def test_a_stale_edit_gets_409_with_both_versions_and_writes_nothing(operator_cl
     assert r.status_code == 409 and path.read_bytes() == agents
     assert "The agent changed MEMORY.md while you were editing" in page
     assert "Added by Dream meanwhile." in page and "my version" in page
-    assert not AuditEvent.objects.exists()
+    refused = AuditEvent.objects.get()
+    assert (refused.actor, refused.action, refused.subject) == ("olga", "edit", f"store:{memory.key}")
+    assert refused.outcome_text.startswith("refused: a conflict: the file changed since its editor read it")
 
 
 def test_restore_gives_back_the_exact_earlier_text(operator_client, memory_sources) -> None:

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import tokens
+from ..audit import Actor, record
 from ..models import ApiToken
 from ..roles import role_required
 
@@ -39,6 +40,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
         except tokens.TokenError as exc:
             form.add_error("name", str(exc))
         else:
+            record(Actor.of(request.user), "token.create", **tokens.audited(created))
             form = TokenForm()
     rows = ApiToken.objects.select_related("created_by").order_by("name", "-created_at")
     ctx = {
@@ -55,6 +57,8 @@ def token_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @role_required("admin")
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    row = tokens.revoke(get_object_or_404(ApiToken, pk=token_id))
+    row = get_object_or_404(ApiToken, pk=token_id)
+    if row.revoked_at is None:  # revoking twice keeps the first time: one row for it
+        record(Actor.of(request.user), "token.revoke", **tokens.audited(tokens.revoke(row)))
     messages.info(request, f"Revoked the token {row.name}: it no longer works.")
     return redirect("accounts:token_list")

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import signin
+from ..audit import Actor, record
 from ..roles import ROLES, role_of, role_required, set_role
 
 ROLE_CHOICES = [(r, r) for r in ROLES]
@@ -39,6 +40,14 @@ def user_list(request: HttpRequest) -> HttpResponse:
         user.set_unusable_password()
         user.save()
         set_role(user, form.cleaned_data["role"])
+        role = form.cleaned_data["role"]
+        record(
+            Actor.of(request.user),
+            "user.add",
+            subject=f"user:{user.username}",
+            target=user.username,
+            after=role,
+        )
         return _with_link(request, user, f"Added {user.username}.")
     people = [(u, role_of(u)) for u in User.objects.order_by("username").prefetch_related("groups")]
     return render(request, "accounts/user_list.html", {"form": form, "people": people, "roles": ROLES})
@@ -53,9 +62,19 @@ def user_role(request: HttpRequest, user_id: int) -> HttpResponse:
         if user == request.user and form.cleaned_data["role"] != "admin":
             messages.error(request, "You cannot take the admin role from yourself.")
         else:
-            user.is_superuser = user.is_superuser and form.cleaned_data["role"] == "admin"
+            before, role = role_of(user), form.cleaned_data["role"]
+            user.is_superuser = user.is_superuser and role == "admin"
             user.save(update_fields=["is_superuser"])
-            set_role(user, form.cleaned_data["role"])
+            set_role(user, role)
+            subject = f"user:{user.username}"
+            record(
+                Actor.of(request.user),
+                "user.role",
+                subject=subject,
+                target=user.username,
+                before=before,
+                after=role,
+            )
             messages.info(request, f"{user.username} is now {form.cleaned_data['role']}.")
     return redirect("accounts:user_list")
 
@@ -69,6 +88,14 @@ def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
     else:
         user.is_active = not user.is_active
         user.save(update_fields=["is_active"])
+        record(
+            Actor.of(request.user),
+            "user.unlock" if user.is_active else "user.lock",
+            subject=f"user:{user.username}",
+            target=user.username,
+            before="locked out" if user.is_active else "can sign in",
+            after="can sign in" if user.is_active else "locked out",
+        )
         messages.info(request, f"{user.username} can {'now' if user.is_active else 'no longer'} sign in.")
     return redirect("accounts:user_list")
 

@@ -10,6 +10,7 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from tapeview.accounts.audit import Actor, record
 from tapeview.accounts.roles import ROLES, set_role
 
 
@@ -39,4 +40,5 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save()
         set_role(user, role)
+        record(Actor("command line"), "user.add", subject=f"user:{name}", target=name, after=role)
         self.stdout.write(f"created {name} ({role})")

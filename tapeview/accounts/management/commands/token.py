@@ -8,7 +8,11 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from tapeview.accounts import tokens
+from tapeview.accounts.audit import Actor, record
 from tapeview.accounts.models import ApiToken
+
+
+COMMAND_LINE = Actor("command line")  # who the audit log names for a change made here
 
 
 class Command(BaseCommand):
@@ -34,6 +38,7 @@ class Command(BaseCommand):
             row, plaintext = tokens.create(name, scope, expires_days=expires_days)
         except tokens.TokenError as exc:
             raise CommandError(str(exc)) from None
+        record(COMMAND_LINE, "token.create", **tokens.audited(row))
         until = f"until {row.expires_at:%Y-%m-%d %H:%M} UTC" if row.expires_at else "without expiry"
         self.stdout.write(f"created token {row.name} (id {row.pk}, {row.scope}, {until})")
         self.stdout.write("Store it now: it is not shown again. Send it as `Authorization: Bearer <token>`.")
@@ -55,7 +60,9 @@ class Command(BaseCommand):
 
     def revoke(self, *, ref: str, **options) -> None:
         try:
-            row = tokens.revoke(tokens.find(ref))
+            row = tokens.find(ref)
         except LookupError as exc:
             raise CommandError(str(exc)) from None
+        if row.revoked_at is None:
+            record(COMMAND_LINE, "token.revoke", **tokens.audited(tokens.revoke(row)))
         self.stdout.write(f"revoked token {row.name} (id {row.pk})")
