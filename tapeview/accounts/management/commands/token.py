@@ -11,7 +11,6 @@ from tapeview.accounts import tokens
 from tapeview.accounts.audit import Actor, record
 from tapeview.accounts.models import ApiToken
 
-
 COMMAND_LINE = Actor("command line")  # who the audit log names for a change made here
 
 
