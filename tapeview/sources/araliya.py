@@ -2,9 +2,10 @@
 
 Follows ../shared/formats/araliya.md (§B.2, §B.4). Every append re-parses, caps and rewrites the
 whole transcript (`File::create` + `write_all`), so a tape is not append-only. An entry starts at
-a line beginning with exactly "### " and runs to the next such line: `pos` is the header's 1-based
-line number, `offset`/`length` the byte span of the entry. A content line that starts with "### "
-is split off by araliya's own reader; it is shown as the entry araliya sees, with a problem.
+a line beginning with exactly "### " and runs to the next such line: `pos` is the entry's 1-based
+number (an entry holds many lines: a pager counts entries), `offset`/`length` its byte span. A
+content line that starts with "### " is split off by araliya's own reader; it is shown as the
+entry araliya sees, with a problem.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def scan(path: Path, start: int = 0, first_pos: int = 1) -> Iterator[Entry]:
     except DocumentUnreadable as exc:
         yield _too_big(exc.head, 1, 0, exc.size)
         return
-    for pos, offset, length in _spans(raw):
-        if pos == 1 and not raw.startswith(HEADER) and not raw[:length].strip():
+    pos = 0
+    for line, offset, length in _spans(raw):
+        if line == 1 and not raw.startswith(HEADER) and not raw[:length].strip():
             continue  # blank lines before the first header: araliya skips them, nothing is lost
+        pos += 1
         yield parse_entry(raw[offset : offset + length], pos, offset)
 
 

@@ -1,11 +1,16 @@
 """A yachiyo session document as entries, in one flattened order (formats/yachiyo.md §A.4).
 
-`pos` is an entry's 1-based index in this order (`offset` = pos - 1, `length` 0):
-1. the `messages[]` records (`message`, name = role);
-2. each `runs[]` record as a phase `anchor` named "run N: <input>" (payload: the run), then the
-   events of its `trace_id` in `events[]` order;
-3. the events of traces with no run record yet (a run in flight, or one that died), each trace
-   behind an anchor "run N: <input> (no run record)".
+`pos` is an entry's 1-based index in this order (`offset` = pos - 1, `length` 0), by time as the
+conversation ran (the file keeps messages, events and runs in three arrays):
+- each `messages[]` record (`message`, name = role) at its `created_at`;
+- each `runs[]` record as a phase `anchor` named "run N: <input>" (payload: the run), then the
+  events of its `trace_id` in `events[]` order, together at the time the run began (its first
+  event's, which the anchor is dated by; the run record is written when the run ends);
+- likewise the events of traces with no run record yet (a run in flight, or one that died), each
+  trace behind an anchor "run N: <input> (no run record)".
+A user's message comes before the run it asks for, and the assistant's answer after its events.
+Ties keep that order (messages, then runs, then runs without a record); an undated record keeps
+its place after the one before it in the file.
 The `llm.stream.delta` events of one stream fold into one `event` whose payload is
 `{"text": <what they built>}`, and `tool_call.delta` events likewise per call. The `tool.call`
 events of one step make one `tool_call` entry and its `tool.result` events one `tool_result`
@@ -48,11 +53,11 @@ def body(wrapper: object) -> dict:
 
 def flatten(doc: dict) -> Iterator[Entry]:
     messages, events, runs = _list(doc, "messages"), _list(doc, "events"), _list(doc, "runs")
-    rows: list[dict] = []
+    blocks: list[list[dict]] = []  # rows that stay together: a message, or a run and its events
     for i, m in enumerate(messages):
         role = m.get("role") if isinstance(m.get("role"), str) else ""
         meta = {"message_index": i, "id": m.get("id"), "trace_id": _key(m.get("trace_id"))}
-        rows.append(dict(kind="message", name=role, date=_date(m), payload=m, meta=meta))
+        blocks.append([dict(kind="message", name=role, date=_date(m), payload=m, meta=meta)])
     traces: dict[object, list[int]] = {}
     for i, w in enumerate(events):
         traces.setdefault(_key(_inner(w).get("trace_id")), []).append(i)
@@ -63,18 +68,32 @@ def flatten(doc: dict) -> Iterator[Entry]:
         meta = {"run_index": n - 1, "id": run.get("id"), "trace_id": trace, "state": state}
         name = f"run {n}: {_snippet(run.get('input'))}"
         bad = isinstance(state, str) and state != "DONE"
-        rows.append(dict(kind="anchor", name=name, date=_date(run), payload=run, meta=meta, is_error=bad))
-        rows += _events(events, traces.pop(trace, []), failed)
+        steps = _events(events, traces.pop(trace, []), failed)
+        began = next((row["date"] for row in steps if row["date"] is not None), _date(run))
+        anchor = dict(kind="anchor", name=name, date=began, payload=run, meta=meta, is_error=bad)
+        blocks.append([anchor, *steps])
     for n, (trace, idxs) in enumerate(traces.items(), len(runs) + 1):
         plan = next((body(events[i]) for i in idxs if _inner(events[i]).get("event") == "plan"), {})
         name = f"run {n}: {_snippet(plan.get('input'))} (no run record)"
         meta = {"trace_id": trace, "state": None}
-        rows.append(dict(kind="anchor", name=name, date=_date(events[idxs[0]]), payload={}, meta=meta))
-        rows += _events(events, idxs, failed)
+        anchor = dict(kind="anchor", name=name, date=_date(events[idxs[0]]), payload={}, meta=meta)
+        blocks.append([anchor, *_events(events, idxs, failed)])
+    rows = [row for block in _by_time(blocks) for row in block]
     for pos, row in enumerate(rows, 1):
         anchor = row["kind"] == "anchor"
         context = row["kind"] in ("message", "tool_call", "tool_result")
         yield Entry(pos, pos - 1, 0, None, **row, context=context, phase=anchor)
+
+
+def _by_time(blocks: list[list[dict]]) -> list[list[dict]]:
+    """The blocks in order of their first row's date, stably; an undated one after its predecessor."""
+    keys: list[tuple] = []
+    last: tuple = (float("-inf"),)
+    for i, block in enumerate(blocks):
+        date = block[0]["date"]
+        last = (date.timestamp(), i) if date is not None else (*last, i)
+        keys.append(last)
+    return [block for _, block in sorted(zip(keys, blocks, strict=True), key=lambda pair: pair[0])]
 
 
 def _events(events: list[dict], idxs: list[int], failed: set) -> list[dict]:

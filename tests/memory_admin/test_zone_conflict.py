@@ -53,7 +53,11 @@ def test_saving_mine_over_a_newer_zone_writes_my_long_term_text_and_keeps_the_no
     assert "Tab two&#x27;s note." in shown or "Tab two's note." in shown
     assert '<code id="version">10</code>' in shown
     audited = [(a.action, a.outcome) for a in AuditEvent.objects.order_by("at", "id")]
-    assert audited == [("zone.daily", "written"), ("zone.long_term", "refused"), ("zone.long_term", "written")]
+    assert audited == [
+        ("zone.daily", "written"),
+        ("zone.long_term", "refused"),
+        ("zone.long_term", "written"),
+    ]
 
 
 def test_resolving_a_zone_conflict_is_itself_conditional(operator_client, memory_sources) -> None:

@@ -53,19 +53,19 @@ def test_blue_on_yachiyo_finds_the_messages_and_the_tool_call_with_their_copies_
     assert [h.tape_key for h in hits if h.name in COPIES] == [Tape.objects.get(name="sess-project-facts").key]
     assert folded(hits, yachiyo) == {
         (1, "message", "user"): [
-            (7, "run 1: 记住：我最喜欢的颜色是蓝色，我每天早上七点起床。"),
-            (8, "plan"),
-            (9, "llm.prompt.assembled"),
-            (29, "llm.prompt.assembled"),
-            (52, "llm.prompt.assembled"),
+            (2, "run 1: 记住：我最喜欢的颜色是蓝色，我每天早上七点起床。"),
+            (3, "plan"),
+            (4, "llm.prompt.assembled"),
+            (26, "llm.prompt.assembled"),
+            (51, "llm.prompt.assembled"),
         ],
-        (2, "message", "assistant"): [(23, "llm.stream.delta"), (25, "llm.final"), (26, "done")],
-        (13, "tool_call", "memory_write, memory_write"): [
-            (11, "tool_call.delta"),
-            (12, "tool_call.stable"),
-            (19, "llm.final"),
+        (22, "message", "assistant"): [(18, "llm.stream.delta"), (20, "llm.final"), (21, "done")],
+        (8, "tool_call", "memory_write, memory_write"): [
+            (6, "tool_call.delta"),
+            (7, "tool_call.stable"),
+            (14, "llm.final"),
         ],
-        (21, "tool_result", "memory_write, memory_write"): [],
+        (16, "tool_result", "memory_write, memory_write"): [],
     }
     count = engine.count("蓝色")
     assert (count.total, count.capped) == (22, False) == (len(entries(hits)), False)
@@ -147,7 +147,7 @@ def test_the_page_groups_hits_by_session_with_counts(viewer_client, yachiyo):
     heading = page[page.index(f'href="/tapes/{yachiyo.key}/"') :]
     assert '<span class="count">15 matching entries</span>' in heading[: heading.index("</th>")]
     assert "+3 copies" in page and "+5 copies" in page
-    assert f'href="/tapes/{yachiyo.key}/?at=23#e23"' in page  # the stream delta, under its message
+    assert f'href="/tapes/{yachiyo.key}/?at=18#e18"' in page  # the stream delta, under its message
     assert "llm.stream.delta" in page and page.count('class="snippet"') == 6
 
 

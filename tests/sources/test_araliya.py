@@ -92,15 +92,15 @@ def test_roles_alternate_in_file_order_with_their_timestamps() -> None:
     }
 
 
-def test_pos_is_the_header_line_and_the_spans_cover_the_file() -> None:
+def test_pos_counts_entries_not_lines_and_the_spans_cover_the_file() -> None:
     path = transcript(CHAT)
     raw = path.read_bytes()
     entries = list(araliya.scan(path))
-    lines = raw.split(b"\n")
-    assert all(lines[e.pos - 1].startswith(b"### ") for e in entries)
+    headers = [line for line in raw.split(b"\n") if line.startswith(b"### ")]
+    assert [e.pos for e in entries] == list(range(1, len(headers) + 1))  # "#1 – #12" for 12 entries
     assert [e.offset for e in entries[1:]] == [e.offset + e.length for e in entries[:-1]]
     assert entries[-1].offset + entries[-1].length == len(raw)
-    assert all(raw[e.offset :].startswith(lines[e.pos - 1]) for e in entries)
+    assert all(raw[e.offset :].startswith(headers[e.pos - 1]) for e in entries)
 
 
 def test_read_entries_gives_the_entries_scan_gives() -> None:
@@ -124,7 +124,7 @@ def test_a_content_line_starting_with_hashes_is_shown_as_the_entry_araliya_split
     assert entries[1].payload["content"] == "```md"  # the rest was cut off by araliya's reader
     bogus = entries[2]
     assert bogus.problem == "a content line starting with '### ' was split off by araliya's reader"
-    assert bogus.readable and not bogus.is_error and bogus.date is None and bogus.pos == 8
+    assert bogus.readable and not bogus.is_error and bogus.date is None and bogus.pos == 3
     assert bogus.payload == {"role": "Fixed", "timestamp": "", "content": "body\n```"}
     assert bogus.meta["split_off"] and not entries[1].problem
 
@@ -181,7 +181,7 @@ def test_text_before_the_first_header_is_shown_as_discarded(memory: Path) -> Non
 
 def test_blank_lines_before_the_first_header_are_no_entry(memory: Path) -> None:
     [entry] = araliya.scan(write_transcript(memory, "\n\n### user — 2026-11-22T01:35:29Z\n\nhi\n\n"))
-    assert (entry.pos, entry.offset) == (3, 2)
+    assert (entry.pos, entry.offset) == (1, 2)
 
 
 def test_invalid_utf8_is_an_unreadable_entry_not_an_exception(memory: Path) -> None:

@@ -82,10 +82,9 @@ def test_every_indexed_session_is_a_rewritten_tape_labelled_by_title_and_id(root
 
 
 @pytest.mark.parametrize("sid", SESSIONS)
-def test_every_message_appears_first_in_file_order_with_its_role(sid: str) -> None:
+def test_every_message_appears_in_file_order_with_its_role(sid: str) -> None:
     doc, found = session_doc(sid), entries(sid)
     messages = [e for e in found if e.kind == "message"]
-    assert [e.pos for e in messages] == list(range(1, len(doc["messages"]) + 1))
     assert [(e.name, e.payload["content"]) for e in messages] == [
         (m["role"], m["content"]) for m in doc["messages"]
     ]
@@ -93,7 +92,30 @@ def test_every_message_appears_first_in_file_order_with_its_role(sid: str) -> No
 
 
 @pytest.mark.parametrize("sid", SESSIONS)
-def test_each_run_is_a_phase_followed_by_exactly_its_own_events(sid: str) -> None:
+def test_the_timeline_runs_by_time_a_question_its_run_then_the_answer(sid: str) -> None:
+    doc, found = session_doc(sid), entries(sid)
+    dates = [e.date for e in found]
+    assert None not in dates and dates == sorted(dates)  # no date runs backwards
+    for run in doc["runs"]:
+        anchor = next(i for i, e in enumerate(found) if e.kind == "anchor" and e.payload == run)
+        asked = next(
+            i
+            for i, e in enumerate(found)
+            if e.kind == "message" and e.payload.get("request_id") == run["request_id"] and e.name == "user"
+        )
+        answer = next(
+            i for i, e in enumerate(found) if e.kind == "message" and e.meta["trace_id"] == run["trace_id"]
+        )
+        last_event = max(
+            i
+            for i, e in enumerate(found)
+            if e.kind not in ("message", "anchor") and e.meta["trace_id"] == run["trace_id"]
+        )
+        assert asked < anchor < last_event < answer
+
+
+@pytest.mark.parametrize("sid", SESSIONS)
+def test_each_run_is_a_phase_of_exactly_its_own_events_and_messages(sid: str) -> None:
     doc, found = session_doc(sid), entries(sid)
     anchors = [i for i, e in enumerate(found) if e.kind == "anchor"]
     assert len(anchors) == len(doc["runs"]) == index_doc()[sid]["run_count"]
@@ -102,12 +124,11 @@ def test_each_run_is_a_phase_followed_by_exactly_its_own_events(sid: str) -> Non
     for n, run in enumerate(doc["runs"]):
         assert found[anchors[n]].payload == run
         assert found[anchors[n]].name.startswith(f"run {n + 1}: ")
-        inside = [w["id"] for e in found[bounds[n] + 1 : bounds[n + 1]] for w in raw_events(e)]
+        steps = [e for e in found[bounds[n] + 1 : bounds[n + 1]] if e.kind != "message"]  # its own
+        inside = [w["id"] for e in steps for w in raw_events(e)]
         own = [w["id"] for w in doc["events"] if w["event"]["trace_id"] == run["trace_id"]]
         assert sorted(inside) == sorted(own)
-        firsts = [
-            min(own.index(w["id"]) for w in raw_events(e)) for e in found[bounds[n] + 1 : bounds[n + 1]]
-        ]
+        firsts = [min(own.index(w["id"]) for w in raw_events(e)) for e in steps]
         assert firsts == sorted(firsts)  # an entry sits where its first event was
 
 

@@ -204,6 +204,22 @@ def test_araliya_transcript_entries_in_order(viewer_client, families) -> None:
     assert roles == headers
 
 
+def test_the_araliya_pager_counts_entries_not_transcript_lines(viewer_client, families) -> None:
+    transcript = next((families["araliya"]).glob("*/memory/sessions/01a200e4-*/transcript.md"))
+    entries = len(re.findall(r"^### ", transcript.read_text(), re.M))
+    page = page_of(viewer_client, "01a200e4-e18d-7ffd-b1d0-f7592c930f76 (chat)", "ar")
+    assert f'#1 – <span class="pager-last">#{entries}</span>' in page
+    assert f'id="e{entries}"' in page and f'id="e{entries + 1}"' not in page
+
+
+def test_yachiyo_dates_run_forwards_a_question_before_its_run(viewer_client, families) -> None:
+    tape = Tape.objects.get(source="ya", label__endswith="sess-zh-prefs-0001")
+    page = viewer_client.get(f"/tapes/{tape.key}/").content.decode()
+    stamps = re.findall(r'<time datetime="([^"]+)"', page.split('id="entries"', 1)[1])
+    assert len(stamps) > 10 and stamps == sorted(stamps)
+    assert_in_order(page, ["记住：我最喜欢的颜色是蓝色", "run 1: ", "好的，我记住了"])
+
+
 def test_araliya_split_off_heading_is_shown_for_what_it_is(viewer_client, families) -> None:
     transcript = next((families["araliya"]).glob("*/memory/sessions/01a200e4-*/transcript.md"))
     with transcript.open("a") as f:

@@ -235,14 +235,18 @@ def families(settings, tmp_path: Path) -> dict[str, Path]:
     return roots
 
 
-def test_yachiyo_runs_are_phases_after_the_messages_and_report_no_tokens(reader, families) -> None:
+def test_yachiyo_runs_are_phases_each_with_its_answer_and_report_no_tokens(reader, families) -> None:
     path = families["yachiyo"] / "data/session-store/sessions/sess-project-facts.json"
     doc = json.loads(path.read_text())
     tape = Tape.objects.get(source="ya", name="sess-project-facts")
     items = reader.get(f"/api/tapes/{tape.key}/phases").json()["items"]
     assert len(items) == 1 + len(doc["runs"]) and items[0]["anchor"] is None
-    assert items[0]["messages"] == dict(Counter(m["role"] for m in doc["messages"]))
-    assert items[0]["entries"] == len(doc["messages"])
+    assert items[0]["messages"] == {"user": 1} and items[0]["entries"] == 1  # the first question
+    runs = Counter()
+    for p in items[1:]:
+        runs.update(p["messages"])
+        assert p["messages"].get("assistant") == 1  # the run's answer, after its events
+    assert runs + Counter(items[0]["messages"]) == Counter(m["role"] for m in doc["messages"])
     assert [p["anchor"]["name"].split(":")[0] for p in items[1:]] == [
         f"run {n}" for n in range(1, len(doc["runs"]) + 1)
     ]
