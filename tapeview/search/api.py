@@ -31,6 +31,10 @@ class HitOut(Schema):
     snippet: str = Field(description="plain text around the matches (no HTML)")
     highlights: list[tuple[int, int]] = Field(description=HIGHLIGHTS)
     copies: int = Field(description="entries of the tape that repeat this one (stream deltas, prompt copies)")
+    identical: list[str] = Field(
+        description="the tape ids of identical tapes (copies of this tape's file) whose same entry is "
+        "folded into this hit"
+    )
     score: float
 
 
@@ -140,6 +144,7 @@ def hit_page(filters: SearchFilters) -> dict:
             "snippet": h.snippet,
             "highlights": h.highlights,
             "copies": len(h.copies),
+            "identical": [twin.tape_key for twin in h.twins],
             "score": h.score,
         }
         for h in hits[: filters.limit]

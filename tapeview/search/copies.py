@@ -90,6 +90,26 @@ def fold(rows: Sequence[Row], bodies: Mapping[int, str], query: Sequence[Term]) 
     return sorted(groups.values())  # in the order of their leads: a hit keeps its own place
 
 
+def twins(
+    rows: Sequence[Row], groups: list[list[int]], same: Mapping[int, object]
+) -> list[tuple[list[int], list[int]]]:
+    """The groups with the leads of their twins: the same entry of another tape that is a copy of
+    this one (a tape copied into several folders), by `same` (a lead's row index -> what makes it
+    that entry; a lead not in it has no twin). Each group comes once, where its first twin is, its
+    twins' leads after it; their own copies are theirs, the same as the group's."""
+    first: dict[object, int] = {}
+    out: list[tuple[list[int], list[int]]] = []
+    for group in groups:
+        key = same.get(group[0])
+        if key is not None and key in first:
+            out[first[key]][1].append(group[0])
+            continue
+        if key is not None:
+            first[key] = len(out)
+        out.append((group, []))
+    return out
+
+
 def _copied(lines: list[str] | None, earlier: list[int], telling: Mapping[int, list[str]]) -> int | None:
     """The one of the `earlier` leads whose longest telling line `lines` hold (a line of them, or
     in one); the first of them when several hold lines as long. A line that holds a telling line

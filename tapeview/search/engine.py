@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from django.urls import reverse
@@ -42,6 +42,8 @@ class Hit:
     snippet: str = ""
     highlights: tuple[Span, ...] = ()
     copies: tuple[Hit, ...] = ()
+    # The same entry of identical tapes (a tape copied into other folders): one hit, these beside it.
+    twins: tuple[Hit, ...] = ()
     host: str = ""  # the tape's host: in a fleet, which machine it is on
 
     @property
@@ -123,28 +125,56 @@ def search(
     ahead = WINDOW + offset + limit if WINDOW + offset + limit <= backends.CANDIDATES else WINDOW
     found = backend.find(q, where, order, ahead, 0)
     rows = found[:WINDOW]
-    folded = copies.fold(rows, _bodies(backend, rows), query)
-    page = [[rows[i] for i in group] for group in folded[offset : offset + limit]]
+    groups = copies.fold(rows, _bodies(backend, rows), query)
+    folded = copies.twins(rows, groups, _twin_keys(backend, rows, groups))
+    page = [
+        ([rows[i] for i in group], [rows[i] for i in twins])
+        for group, twins in folded[offset : offset + limit]
+    ]
     if len(rows) == WINDOW and len(page) < limit:  # past the window: one hit per entry
         start = WINDOW + max(0, offset - len(folded))
         wanted = limit - len(page)
         past = (
             found[start : start + wanted] if ahead > WINDOW else backend.find(q, where, order, wanted, start)
         )
-        page += [[row] for row in past]
-    snippets = backend.snippets(q, [group[0].id for group in page])
+        page += [([row], []) for row in past]
+    snippets = backend.snippets(q, [group[0].id for group, _ in page])
     # What a hit shows of its tape, not the tape's counts and state (2-5 ms more at scale 1).
     tapes = Tape.objects.only("key", "label", "host").in_bulk(
-        {row.tape_id for group in page for row in group}
+        {row.tape_id for group, twins in page for row in (*group, *twins)}
     )
     hits = []
-    for lead, *repeats in page:
+    for (lead, *repeats), twins in page:
         tape = tapes.get(lead.tape_id)
         if tape is not None:
             found = sorted((_hit(row, tape) for row in repeats), key=lambda h: h.pos)
             text, spans = marked(snippets.get(lead.id, ""), query, f"{lead.kind} {lead.name}".strip())
-            hits.append(_hit(lead, tape, text, spans, tuple(found)))
+            same = tuple(_hit(row, tapes[row.tape_id]) for row in twins if row.tape_id in tapes)
+            hits.append(replace(_hit(lead, tape, text, spans, tuple(found)), twins=same))
     return hits
+
+
+def _twin_keys(
+    backend: backends.SQLite | backends.PostgreSQL, rows: list[Found], groups: list[list[int]]
+) -> dict[int, tuple]:
+    """What makes a lead the same entry as a lead of another tape: its place, kind, name and text,
+    and its tape's kind, size and count of entries (a copy of the file). Only for the leads whose
+    place, kind and name another tape's lead shares: their text is read."""
+    place = {i: (rows[i].pos, rows[i].kind, rows[i].name) for i, *_ in groups if rows[i].tape_id is not None}
+    tapes_at = defaultdict(set)
+    for i, key in place.items():
+        tapes_at[key].add(rows[i].tape_id)
+    shared = [i for i, key in place.items() if len(tapes_at[key]) > 1]
+    if not shared:
+        return {}
+    tapes = Tape.objects.filter(pk__in={rows[i].tape_id for i in shared})
+    alike = {pk: (kind, size, n) for pk, kind, size, n in tapes.values_list("pk", "kind", "size", "entries")}
+    bodies = backend.bodies([rows[i].id for i in shared])
+    return {
+        i: (place[i], alike[rows[i].tape_id], bodies[rows[i].id])
+        for i in shared
+        if rows[i].tape_id in alike and rows[i].id in bodies
+    }
 
 
 def _bodies(backend: backends.SQLite | backends.PostgreSQL, rows: list[Found]) -> dict[int, str]:
