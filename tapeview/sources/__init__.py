@@ -51,6 +51,12 @@ def unread_folders(spec: SourceSpec) -> list[Refusal]:
     return folders.unread(spec.path, spec.kind, detect)
 
 
+def found_below(path: Path) -> list[str]:
+    """`KIND:PATH` of the agent files at `path` itself, else of the folders below it that hold some."""
+    kind = detect(path)
+    return [f"{kind}:{path}"] if kind else [f"{k}:{p}" for k, p in folders.sources_below(path, detect)]
+
+
 def undetected(spec: SourceSpec) -> str:
     """What to tell the user about a bare path whose kind cannot be told."""
     below = [f"{kind}:{path}" for kind, path in folders.sources_below(spec.path, detect)]

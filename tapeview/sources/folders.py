@@ -20,6 +20,13 @@ Detect = Callable[[Path], str | None]
 LIMIT = 20  # folders named per source: enough to show what is wrong without flooding the page
 SEARCH_DEPTH = 2  # how far below a bare path of unknown kind sources are looked for
 SEARCH_LIMIT = 200  # folders looked at in that search, at most
+# What a folder of each kind is, one and many, as the Sources page counts what it found.
+NOUNS = {
+    "bub": ("Bub tape folder", "Bub tape folders"),
+    "nanobot": ("nanobot workspace", "nanobot workspaces"),
+    "yachiyo": ("yachiyo data folder", "yachiyo data folders"),
+    "araliya": ("araliya identity folder", "araliya identity folders"),
+}
 
 
 def _nanobot(root: Path) -> list[Path]:
@@ -59,9 +66,28 @@ def unread(root: Path, kind: str, detect: Detect) -> list[Refusal]:
             out.append(Refusal(folder, "and more folders not read"))
             break
         there = detect(folder)
-        hint = f"; it holds {there} files: add it as a source of its own, {there}:{folder}" if there else ""
+        if there:
+            hint = f"; it holds {there} files: add it as a source of its own, {there}:{folder}"
+        elif below := sources_below(folder, detect):
+            specs = ", ".join(f"{k}:{p}" for k, p in below)
+            hint = (
+                f"; found {counted(below)} below: add them, {specs} (or `tapeview serve --discover {folder}`)"
+            )
+        else:
+            hint = ""
         out.append(Refusal(folder, f"not read: {WHY[kind]}{hint}"))
     return out
+
+
+def counted(found: list[tuple[str, Path]]) -> str:
+    """'5 Bub tape folders and 3 nanobot workspaces': the folders found, by kind."""
+    kinds = list(dict.fromkeys(kind for kind, _ in found))
+    parts = []
+    for kind in kinds:
+        n = sum(k == kind for k, _ in found)
+        one, many = NOUNS.get(kind, (f"{kind} folder", f"{kind} folders"))
+        parts.append(f"{n} {one if n == 1 else many}")
+    return f"{', '.join(parts[:-1])} and {parts[-1]}" if len(parts) > 1 else parts[0]
 
 
 def sources_below(root: Path, detect: Detect) -> list[tuple[str, Path]]:

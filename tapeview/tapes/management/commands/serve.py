@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import waitress
 from django.conf import settings
@@ -15,6 +16,7 @@ from django.core.wsgi import get_wsgi_application
 
 from tapeview import home
 from tapeview.accounts import signin
+from tapeview.sources import found_below
 from tapeview.tapes import discovery, watcher
 from tapeview.tapes.management.commands.index import add_watch_options, sources_from
 from tapeview.tapes.terminal import USAGE
@@ -35,6 +37,13 @@ class Command(BaseCommand):
             help="serve the index only: no indexer in the background, and pages neither scan the "
             "sources nor index a tape (another process runs `tapeview index --watch`)",
         )
+        parser.add_argument(
+            "--discover",
+            action="append",
+            default=[],
+            metavar="PATH",
+            help="serve the agent files at PATH or in the folders below it too (prints KIND:PATH of each)",
+        )
         add_watch_options(parser)
 
     def handle(
@@ -46,11 +55,13 @@ class Command(BaseCommand):
         no_index: bool,
         polling: bool,
         full_every: float,
+        discover: list[str],
         **options,
     ) -> None:
         proxy = proxy_options()
         # Bound before anything else: a port in use is said in one line, not after the setup's output.
         server = self.bind(host, port, proxy)
+        sources = [*sources, *self.discovered(discover)]
         specs = sources_from(sources)
         if sources:
             # Pages read the sources from settings; the same value reaches every worker thread.
@@ -88,6 +99,20 @@ class Command(BaseCommand):
         finally:
             if stop is not None:
                 stop.set()
+
+    def discovered(self, paths: list[str]) -> list[str]:
+        """`KIND:PATH` of what each `--discover` path holds, each printed; exit status 2 for none."""
+        found = []
+        for given in paths:
+            path = Path(given).expanduser().resolve()
+            below = found_below(path) if path.is_dir() else []
+            if not below:
+                self.stderr.write(f"tapeview: no agent files found at {path} or in the folders below it")
+                raise SystemExit(USAGE)
+            for spec in below:
+                self.stdout.write(f"found {spec}")
+            found += below
+        return found
 
     def bind(self, host: str, port: int, proxy: dict):
         """waitress's server, its socket bound; exit status 2 with one line if the port is taken."""
