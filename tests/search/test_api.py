@@ -28,6 +28,7 @@ HIT = {
     "highlights",
     "copies",
     "score",
+    "identical",
 }
 
 
