@@ -61,3 +61,14 @@ def test_big_figures_on_the_session_index_are_never_cut(browser: Browser, demo_s
     cells = page.locator("table.sessions td.num")
     assert cells.count() > 10
     assert cells.evaluate_all(CUT_CELLS) == []
+
+
+def test_a_phone_sees_each_sessions_figures_without_scrolling(browser: Browser, demo_site: DemoSite) -> None:  # noqa: F811
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    sign_in(page, demo_site.url)
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    row = page.locator("table.sessions tbody tr").first
+    for part in ("td.label", "td.source", "td.entries", "td.when.last", "td.tokens", "td.errors"):
+        box = row.locator(part).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390.5, part
+    assert "entries" in row.locator("td.entries").evaluate("td => getComputedStyle(td, '::before').content")
