@@ -6,15 +6,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0004_apitoken_metrics_scope'),
+        ("accounts", "0004_apitoken_metrics_scope"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='outcome',
-            field=models.CharField(choices=[('pending', 'pending'), ('written', 'written'), ('failed', 'failed'), ('not written', 'not written'), ('refused', 'refused')], default='written', max_length=20),
+            model_name="auditevent",
+            name="outcome",
+            field=models.CharField(
+                choices=[
+                    ("pending", "pending"),
+                    ("written", "written"),
+                    ("failed", "failed"),
+                    ("not written", "not written"),
+                    ("refused", "refused"),
+                ],
+                default="written",
+                max_length=20,
+            ),
         ),
     ]
