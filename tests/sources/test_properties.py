@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -304,7 +303,7 @@ def check_entry(e: Entry) -> None:
     if e.truncated:
         assert len(e.preview) <= BIG_PREVIEW_BOUND and e.payload is None
     elif e.readable:
-        assert e.kind and e.kind != "unreadable" and not e.preview
+        assert not e.preview  # its kind is any string, "" too, as Bub reads it back (formats/bub.md)
     else:
         assert e.kind == "unreadable" and e.id is None and e.payload is None
         assert e.problem and len(e.preview) <= PREVIEW_BOUND
@@ -395,8 +394,9 @@ def test_bub_reader_never_raises_and_its_entries_tile_the_complete_lines(data: b
             raw = data[e.offset : e.offset + e.length]
             assert raw.endswith(b"\n") and raw.count(b"\n") == 1
             if e.readable:
-                # The agent's view of the line: id int, kind str, payload dict.
-                line = orjson.loads(raw)
+                # The agent's view of the line (Bub reads it with Python's json, which takes 1e400 as
+                # infinity where orjson refuses it): id int, kind str, payload dict.
+                line = json.loads(raw)
                 assert (e.id, e.kind) == (line["id"], line["kind"])
                 assert isinstance(e.payload, dict) and same(e.payload, line["payload"])
 
