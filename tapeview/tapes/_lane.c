@@ -764,6 +764,12 @@ static PyObject *take_lines(Lane *self, PyObject *args, int next) {
             stopped = 1;
             break;
         }
+        /* Another model while usage is counted: the Python lane takes the line once the counts are
+         * settled, so each model's tokens are priced as its own (tapes.costs). */
+        if (model >= 0 && model != self->model && self->usages) {
+            stopped = 1;
+            break;
+        }
         if (self->n == self->cap && !grow(self)) {
             PyBuffer_Release(&buf);
             return PyErr_NoMemory();

@@ -25,7 +25,7 @@ from tapeview.sources import bub
 from tapeview.sources.bub_lines import big_line
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT, Entry
 
-from . import fastlane
+from . import costs, fastlane
 from .fastlane import NOT_PARSED
 from .packing import CONTEXT
 
@@ -164,3 +164,4 @@ def settle(run: fastlane.Run, lane: object) -> None:
         phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
         phase.completion_tokens = (phase.completion_tokens or 0) + completion
         phase.cached_tokens = (phase.cached_tokens or 0) + cached
+        costs.add(tape, phase, prompt, completion, cached, usage[0])  # one model's: the lane stops at another

@@ -23,6 +23,7 @@ from tapeview.sources.bub_next import NOT_PARSED  # handed to the full path for 
 from tapeview.sources.python_json import count as token_count
 from tapeview.sources.python_json import exact, reports_usage
 
+from . import costs
 from .bulk import AnchorRow
 from .models import Tape, state_preview
 from .packing import ANCHOR, CONTEXT, HAS_ID, READABLE, Batch, micros
@@ -278,6 +279,7 @@ def add_usage(tape: Tape, phase, tokens: int, prompt: int, cached: int) -> None:
     phase.prompt_tokens = (phase.prompt_tokens or 0) + prompt
     phase.completion_tokens = (phase.completion_tokens or 0) + max(0, tokens - prompt)
     phase.cached_tokens = (phase.cached_tokens or 0) + cached
+    costs.add(tape, phase, prompt, max(0, tokens - prompt), cached)
 
 
 _int = token_count  # as sources.bub_lines reads a token count

@@ -18,10 +18,10 @@ from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
 from tapeview.sources.model import UNREADABLE
 from tapeview.sources.raw_bytes import head
 
-from . import blocklane, bulk, fastlane, nextlane, signals
+from . import blocklane, bulk, costs, fastlane, nextlane, signals
 from .bulk import AnchorRow
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
-from .models import Anchor, EntryChunk, Tape, state_preview
+from .models import Anchor, EntryChunk, PhaseUsage, Tape, state_preview
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally, anchor_only, anchor_state
 
@@ -116,6 +116,7 @@ def _refresh_owned(tape: Tape, lease: str, progress: Progress | None) -> bool:
     if tape.kind == "araliya":
         _read_spend(tape)
     tape.indexed_at = timezone.now()
+    costs.settle(tape)
     save(tape, lease)
     return True
 
@@ -146,7 +147,7 @@ def _read_spend(tape: Tape) -> None:
     tape.companion = _companion(tape)
     spend = araliya_spend.read(root, Path(tape.path))[0] if root is not None else None
     tape.tokens = spend.tokens if spend else None
-    tape.cost = spend.cost_usd if spend else None
+    tape.reported_cost = spend.cost_usd if spend else None
 
 
 def _unchanged(tape: Tape, st: os.stat_result) -> bool:
@@ -236,6 +237,7 @@ def _reset(tape: Tape, lease: str) -> None:
         EntryChunk.objects.filter(tape=tape).delete()
         signals.tape_reset.send(sender=Tape, tape_id=tape.pk)
         Anchor.objects.filter(tape=tape).delete()
+        PhaseUsage.objects.filter(tape=tape).delete()
 
 
 def _as_lines(entries: Iterable[FileEntry]) -> Iterator[tuple[int, int, FileEntry]]:
@@ -253,6 +255,7 @@ class _Run:
         self.rows, self.anchors = Batch(), []
         self.start = tape.indexed_offset
         self.last: bulk.Last | None = None  # the tape's last chunk as this run wrote it
+        costs.begin(tape)
 
     def full(self, pos: int, offset: int, line: bytes | FileEntry, parsed: object) -> None:
         """One line read as the agent's reader reads it, and accounted."""
@@ -270,10 +273,12 @@ class _Run:
     def flush(self) -> None:
         tape, anchors = self.tape, self.anchors
         self.tally.settle()
+        costs.settle(tape)
         with transaction.atomic():
             bulk.unsynced()
             # First, so a batch is written only by the tape's owner, together with its progress.
             save(tape, self.lease)
+            costs.write(tape)
             self.last = bulk.append(tape, self.rows, self.last)
             signals.entries_indexed.send(sender=Tape, tape=tape)
             bulk.insert_anchors(tape.pk, anchors)
@@ -309,6 +314,7 @@ def _account(tape: Tape, e: FileEntry, anchors: list[AnchorRow], tally: PhaseTal
         if e.phase:
             tape.phase_anchor_pos = e.pos
     tally.add(e, anchor)
+    costs.count(tape, tally.current, e)
     if not e.readable:
         tape.unreadable += 1
         if tape.foreign_line is None and bub_next.other_format(e):

@@ -247,6 +247,7 @@ static int read_next(Lane *self, cur p, cur e, Line *L, int labels, int overflow
             L->kind = K_TOOL_CALL, L->name = (cur) "", L->name_len = 0, L->calls = f.calls;
         if (agent && is_string(f.at[N_MODEL_NAME]) && !plain_string(f.at[N_MODEL_NAME], &L->model, &L->model_len))
             return 0;
+        if (agent && f.at[N_METRICS].p) return 0; /* the step's own cost: the full path counts it (tapes.costs) */
     } else {
         L->kind = K_EVENT, L->name = name, L->name_len = name_len;
         int completed = is_key(name, name_len, "model.completed"), start = is_key(name, name_len, "loop.start");

@@ -94,6 +94,14 @@ class Tape(models.Model):
     # identity of the file it came from: a change there reads the tape again (tapes.index).
     cost = models.FloatField(null=True)
     companion = models.CharField(max_length=100, blank=True, default="")
+    # Cost (tapes.costs): `cost` above is the session's in USD, "reported" by the agent (araliya's
+    # spend.json, Bub-next's step metrics: `reported_cost`) or "priced" by the table (tapes.prices)
+    # from the tokens of each model (`model_usage`: model -> [prompt, completion, cached, calls]);
+    # `priced_with` is the table's digest, so a changed table reprices the stored costs.
+    cost_source = models.CharField(max_length=10, blank=True, default="")
+    reported_cost = models.FloatField(null=True)
+    model_usage = models.JSONField(default=dict)
+    priced_with = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -107,6 +115,7 @@ class Tape(models.Model):
             models.Index(fields=["role", "last_at"]),
             models.Index(fields=["last_at"]),
             models.Index(fields=["source", "next_pos"], name="tape_source_entries"),
+            models.Index(fields=["cost"], name="tape_cost"),
         ]
 
     def __str__(self) -> str:
@@ -212,6 +221,25 @@ class Anchor(models.Model):
         ordering = ["pos"]
         constraints = [models.UniqueConstraint(fields=["tape", "pos"], name="anchor_tape_pos")]
         indexes = [models.Index(fields=["tape", "phase_index"], name="anchor_tape_phase")]
+
+
+class PhaseUsage(models.Model):
+    """The tokens one model used in one phase of a tape, and the cost the agent reported for them
+    (tapes.costs): a phase's cost is priced from these at every read, so a new table needs no redo."""
+
+    tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="phase_usage", db_index=False)
+    phase_index = models.IntegerField()  # as Anchor.phase_index: 0 is the span before the first anchor
+    model = models.CharField(max_length=200, blank=True)  # as the agent named it ("": not named)
+    prompt_tokens = models.BigIntegerField(default=0)  # cached ones included
+    completion_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    calls = models.IntegerField(default=0)
+    reported_cost = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tape", "phase_index", "model"], name="phaseusage_tape_phase_model")
+        ]
 
 
 class SavedView(models.Model):
