@@ -120,14 +120,15 @@ TAPEVIEW_MODEL_WINDOWS = env_windows("TAPEVIEW_MODEL_WINDOWS")
 
 
 def env_file(name: str) -> str:
-    """A path to a file that must be there at the start ("" for none); its content is checked by its reader."""
+    """A path to a file that must be there at the start ("" for none); its reader checks its content."""
     path = os.environ.get(name, "").strip()
     if path and not os.path.isfile(path):
         raise ImproperlyConfigured(f"{name}: {path!r} is not a file")
     return os.path.abspath(path) if path else ""
 
 
-# A JSON or TOML price table merged over the shipped one (tapeview/tapes/prices.json), re-read when it changes.
+# A JSON or TOML price table merged over the shipped one (tapeview/tapes/prices.json); read again
+# when it changes.
 TAPEVIEW_PRICES = env_file("TAPEVIEW_PRICES")
 # The budget gauge warns once the context since the last anchor fills this share of the window.
 TAPEVIEW_BUDGET_WARN = env_float("TAPEVIEW_BUDGET_WARN", 0.8, low=0.01)

@@ -115,7 +115,8 @@ def settle(tape: Tape) -> None:
     """The tape's cost columns from what is counted so far, before its indexer saves it."""
     table = prices.current()
     cost = of_tape(tape, table)
-    tape.cost, tape.cost_source, tape.priced_with = cost.usd, cost.source if cost.usd is not None else "", table.digest
+    tape.cost, tape.priced_with = cost.usd, table.digest
+    tape.cost_source = cost.source if cost.usd is not None else ""
 
 
 def write(tape: Tape) -> None:
@@ -129,8 +130,9 @@ def write(tape: Tape) -> None:
     cols = ("tape_id", "phase_index", "model", "prompt_tokens", "completion_tokens", "cached_tokens", "calls")
     sums = ", ".join(f"{quote(c)} = {table}.{quote(c)} + excluded.{quote(c)}" for c in cols[3:])
     rc = quote("reported_cost")
+    names = ", ".join(quote(c) for c in cols)
     statement = (
-        f"INSERT INTO {table} ({', '.join(quote(c) for c in cols)}, {rc}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+        f"INSERT INTO {table} ({names}, {rc}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
         f" ON CONFLICT ({quote('tape_id')}, {quote('phase_index')}, {quote('model')}) DO UPDATE SET {sums},"
         f" {rc} = CASE WHEN excluded.{rc} IS NULL THEN {table}.{rc}"
         f" ELSE COALESCE({table}.{rc}, 0) + excluded.{rc} END"
@@ -150,10 +152,7 @@ def reprice() -> int:
     changed = 0
     with transaction.atomic():
         for pk, usage, reported, cost in stale.values_list("pk", "model_usage", "reported_cost", "cost"):
-            if reported is not None:
-                new = Cost(reported, REPORTED)
-            else:
-                new = priced(usage or {}, table)
+            new = Cost(reported, REPORTED) if reported is not None else priced(usage or {}, table)
             Tape.objects.filter(pk=pk).update(
                 cost=new.usd, cost_source=new.source if new.usd is not None else "", priced_with=table.digest
             )

@@ -26,6 +26,7 @@ COLUMNS = [
     ("last", "Last activity"),
     ("size", "Size"),
     ("tokens", "Tokens"),
+    ("cost", "Cost"),
     ("context", "Context"),
     ("errors", "Errors"),
 ]
@@ -54,6 +55,7 @@ SORTS = {
     "last": "last_at",
     "size": "size",
     "tokens": "tokens",
+    "cost": "cost",
     "context": "context_tokens",
     "errors": "errors",
 }

@@ -238,7 +238,9 @@ class PhaseUsage(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tape", "phase_index", "model"], name="phaseusage_tape_phase_model")
+            models.UniqueConstraint(
+                fields=["tape", "phase_index", "model"], name="phaseusage_tape_phase_model"
+            )
         ]
 
 

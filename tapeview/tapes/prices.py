@@ -137,7 +137,7 @@ def merged(shipped: dict, override: dict | None, override_name: str = "") -> tup
 
 
 def _digest(prices: dict[str, Price]) -> str:
-    canon = json.dumps([[p.model, p.input, p.output, p.cached_input] for p in prices.values()], sort_keys=True)
+    canon = json.dumps([[p.model, p.input, p.output, p.cached_input] for p in prices.values()])
     return hashlib.sha256(canon.encode()).hexdigest()[:16]
 
 

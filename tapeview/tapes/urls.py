@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.tape_list, name="tape_list"),
     path("sources/", views.source_list, name="source_list"),
     path("compare/", views.compare.tape_compare, name="tape_compare"),
+    path("prices/", views.prices.price_list, name="prices"),
     path("saved-views/", views.sessions.savedview_create, name="savedview_create"),
     path("saved-views/<int:pk>/delete", views.sessions.savedview_delete, name="savedview_delete"),
     path("tapes/<str:key>/", views.tape_detail, name="tape_detail"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -81,11 +82,13 @@ class TapeOut(Schema):
         description="failed tool calls, runs and steps: GET .../entries?errors=true lists them"
     )
     cost: float | None = Field(
-        description="the session's cost in USD as the agent reported it (araliya's spend.json, priced at its "
-        "own rates); null: none reported"
+        description="the session's cost in USD: the agent's own figure where it reports one (araliya's "
+        "spend.json, Bub-next's step metrics), else its tokens priced per model by the price table (the "
+        "Prices page); null: unknown (no usage recorded, or a model the table does not price); sort=cost"
     )
-    cost_source: Literal["reported"] | None = Field(
-        description="reported: the agent's own figure, not worked out by Tapeview; null with no cost"
+    cost_source: Literal["reported", "priced"] | None = Field(
+        description="reported: the agent's own figure, at its own rates; priced: worked out by Tapeview from "
+        "the tokens and the price table; null with no cost"
     )
 
 
@@ -189,7 +192,7 @@ def _tape_out(tape: Tape) -> dict:
     )
     more = ("first_at", "last_at", "tokens", "errors", "cost", "workdir", "unfinished_last_line")
     values = {f: getattr(tape, f) for f in (*fields, *more)}
-    cost_source = "reported" if tape.cost is not None else None
+    cost_source = (tape.cost_source or None) if tape.cost is not None else None
     return {"id": tape.key, "size_bytes": tape.size, "cost_source": cost_source, **values}
 
 
@@ -278,6 +281,8 @@ def _sort_value(field: str, value: object) -> object:
         return value
     if isinstance(column, models.IntegerField) and type(value) is int and abs(value) < BIG:
         return value
+    if isinstance(column, models.FloatField) and type(value) in (int, float) and math.isfinite(value):
+        return float(value)
     raise BadCursor(FOREIGN)
 
 

@@ -1,6 +1,6 @@
 """Tape pages, one module per page family: the session index, a tape's timeline and its pages, the handoff."""
 
-from . import compare
+from . import compare, prices
 from .handoff import tape_handoff
 from .lineage import tape_lineage
 from .sessions import source_list, tape_list
@@ -11,6 +11,7 @@ __all__ = [
     "compare",
     "entry_detail",
     "entry_raw",
+    "prices",
     "source_list",
     "tape_context",
     "tape_conversation",

@@ -11,7 +11,7 @@ from django.http import HttpRequest, QueryDict
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import phases, pictures, usage
+from .. import costs, phases, pictures, prices, usage
 from ..forms import PhaseSortForm
 from ..models import Tape
 
@@ -26,7 +26,7 @@ def phase_table(request: HttpRequest, tape: Tape, query: QueryDict | None = None
     form = PhaseSortForm(query)
     sort = form.current_sort()
     # The phases are kept by the indexer on the anchor rows: they change only as the index does.
-    also = (sort, tape.phase_count, tape.lead_phase)
+    also = (sort, tape.phase_count, tape.lead_phase, prices.current().digest)
     table = pictures.cached("phase-table", tape, lambda: _drawn(tape, sort), also)
     return {
         **table,
@@ -42,7 +42,8 @@ def _drawn(tape: Tape, sort: str) -> dict:
     """Up to a hundred rows of a long tape's phases, and the bars of its first phases (tokens and
     cache hit rate, tapes.pictures.phase_bars)."""
     rows = phases.ranked(tape, sort, PHASE_ROWS)
-    digests = [_digest(tape, p) for p in rows]
+    spent = costs.of_phases(tape, [p.index for p in rows])
+    digests = [_digest(tape, p, spent.get(p.index)) for p in rows]
     every = len(rows) < PHASE_ROWS and all(p.anchor is None or p.anchor.phase_index for p in rows)
     if sort == "index" and every:
         # All of them, in file order: what in_order would read.
@@ -51,7 +52,7 @@ def _drawn(tape: Tape, sort: str) -> dict:
         first, _ = phases.in_order(tape, limit=pictures.PHASE_BARS)
         shown = [_digest(tape, p) for p in first]
     return {
-        "phase_rows_html": _rows_html(tape, sort, rows, digests),
+        "phase_rows_html": _rows_html(tape, sort, rows, digests, spent),
         "phase_shown": len(rows),
         "tokens_known": any(p.tokens is not None for p in rows),
         "phase_left_out": phases.left_out(tape),
@@ -74,7 +75,9 @@ def _bars(tape: Tape, first: list[phases.Phase], digests: list[str]) -> SafeStri
     return svg
 
 
-def _rows_html(tape: Tape, sort: str, rows: list[phases.Phase], digests: list[str]) -> SafeString:
+def _rows_html(
+    tape: Tape, sort: str, rows: list[phases.Phase], digests: list[str], spent: dict[int, costs.Cost]
+) -> SafeString:
     """The rows drawn (`tapes/_phase_rows.html`, one row at a time), each kept by a digest of what
     it shows: an append changes the phase the tape ends in, and the rows of the others are drawn
     as before. The rows kept are those of the table drawn last in this order."""
@@ -84,7 +87,9 @@ def _rows_html(tape: Tape, sort: str, rows: list[phases.Phase], digests: list[st
     for p, digest in zip(rows, digests, strict=True):
         found = kept.get(digest)
         if found is None:
-            found = render_to_string("tapes/_phase_rows.html", {"tape": tape, "phase_rows": [p]})
+            found = render_to_string(
+                "tapes/_phase_rows.html", {"tape": tape, "phase_rows": [p], "phase_cost": spent.get(p.index)}
+            )
         drawn[digest] = found
     if drawn.keys() != kept.keys():
         cache.set(key, drawn, ROWS_SECONDS)
@@ -92,7 +97,7 @@ def _rows_html(tape: Tape, sort: str, rows: list[phases.Phase], digests: list[st
     return mark_safe("".join(drawn.values()))
 
 
-def _digest(tape: Tape, p: phases.Phase) -> str:
+def _digest(tape: Tape, p: phases.Phase, cost: costs.Cost | None = None) -> str:
     """A digest of everything a row is drawn from: the phase, its anchor's place and name, the tape's
     key (its links)."""
     anchor = (p.anchor.pos, p.anchor.name) if p.anchor is not None else None
@@ -112,5 +117,6 @@ def _digest(tape: Tape, p: phases.Phase) -> str:
         p.errors,
         p.model,
         p.roles,
+        None if cost is None else (cost.usd, cost.source),
     )
     return hashlib.blake2b(pickle.dumps(shown, protocol=5), digest_size=20).hexdigest()
