@@ -73,7 +73,7 @@ class Total:
     whose cost is unknown (so the figure leaves them out)."""
 
     label: str | date
-    usd: float
+    usd: float | None  # None: no tape of them has a known cost
     priced: int
     reported: int
     unknown: int
@@ -81,7 +81,13 @@ class Total:
 
 def _sums(rows) -> list[Total]:
     return [
-        Total(r["key"], r["usd"] or 0.0, r["priced"], r["reported"], r["unknown"])
+        Total(
+            r["grouped"],
+            r["usd"] if r["priced"] or r["reported"] else None,
+            r["priced"],
+            r["reported"],
+            r["unknown"],
+        )
         for r in rows
         if r["priced"] or r["reported"] or r["unknown"]
     ]
@@ -99,7 +105,7 @@ def _annotated(found):
 def by_source() -> list[Total]:
     """Per source of this host, what its sessions cost."""
     found = Tape.objects.filter(host=discovery.this_host(), role__in=SPENDING_ROLES)
-    return _sums(_annotated(found.values(key=F("source")).order_by("source")))
+    return _sums(_annotated(found.values(grouped=F("source")).order_by("source")))
 
 
 def by_day(days: int = DAYS) -> list[Total]:
@@ -107,4 +113,4 @@ def by_day(days: int = DAYS) -> list[Total]:
     since = timezone.now() - timedelta(days=days)
     found = Tape.objects.filter(host=discovery.this_host(), role__in=SPENDING_ROLES, last_at__gte=since)
     day = TruncDate("last_at", tzinfo=UTC)
-    return _sums(_annotated(found.annotate(key=day).values("key").order_by("-key")))
+    return _sums(_annotated(found.annotate(grouped=day).values("grouped").order_by("-grouped")))

@@ -47,7 +47,15 @@ def test_a_model_is_found_as_agents_name_it(table: prices.Table, written: str, m
 
 @pytest.mark.parametrize(
     "written",
-    ["", "my-llm", "gpt-4o-mini-tts", "qwen/qwen3-coder-next", "llama-3.3-70b:free", "claude", "gpt-4o-mini-x"],
+    [
+        "",
+        "my-llm",
+        "gpt-4o-mini-tts",
+        "qwen/qwen3-coder-next",
+        "llama-3.3-70b:free",
+        "claude",
+        "gpt-4o-mini-x",
+    ],
 )
 def test_a_model_the_table_does_not_know_has_no_price(table: prices.Table, written: str) -> None:
     assert table.find(written) is None
@@ -74,13 +82,17 @@ def test_the_shipped_table_says_when_it_was_taken(table: prices.Table) -> None:
 def test_an_override_file_changes_a_price_and_adds_a_model(settings, tmp_path, suffix: str) -> None:
     path = tmp_path / f"prices{suffix}"
     if suffix == ".json":
-        path.write_text(json.dumps({"models": {"gpt-4o": {"input": 2.0}, "my-llm": {"input": 1, "output": 2}}}))
+        path.write_text(
+            json.dumps({"models": {"gpt-4o": {"input": 2.0}, "my-llm": {"input": 1, "output": 2}}})
+        )
     else:
         path.write_text('[models.gpt-4o]\ninput = 2.0\n\n[models."my-llm"]\ninput = 1\noutput = 2\n')
     settings.TAPEVIEW_PRICES = str(path)
     table = prices.table()
     assert table.find("openai:gpt-4o").input == 2.0
-    assert table.find("openai:gpt-4o").output == SHIPPED["models"]["gpt-4o"]["output"]  # merged field by field
+    assert (
+        table.find("openai:gpt-4o").output == SHIPPED["models"]["gpt-4o"]["output"]
+    )  # merged field by field
     assert table.find("my-llm").output == 2.0
     assert table.overridden == {"gpt-4o", "my-llm"}
     settings.TAPEVIEW_PRICES = ""
