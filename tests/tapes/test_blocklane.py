@@ -23,7 +23,7 @@ from tapeview.sources.model import SCAN_PARSE_LIMIT
 from tapeview.sources.python_json import count, dumps, reports_usage
 from tapeview.tapes import blocklane, fastlane, packing
 from tapeview.tapes.models import state_preview
-from tapeview.tapes.phase_tally import MODEL_EVENTS, model_of
+from tapeview.tapes.phase_tally import model_of
 from tests.conftest import FIXTURES
 
 PLAIN_KINDS = ("message", "tool_call", "tool_result", "event", "system")
@@ -738,13 +738,21 @@ def model_switches(lines: list[bytes], labels: bool, errors: bool) -> int:
             continue
         obj = orjson.loads(raw)
         data = obj["payload"].get("data") if obj["kind"] == "event" else None
-        named = data.get("model") if isinstance(data, dict) and obj["payload"].get("name") in MODEL_EVENTS else None
+        named = (
+            data.get("model")
+            if isinstance(data, dict) and obj["payload"].get("name") in MODEL_EVENTS
+            else None
+        )
         named = named if isinstance(named, str) and named else None
         if named is not None and named != model and usages:
             model, usages, left = None, 0, left + 1
             continue
         model = named or model
-        usages += isinstance(data, dict) and obj["payload"].get("name") == "run" and reports_usage(data.get("usage"))
+        usages += (
+            isinstance(data, dict)
+            and obj["payload"].get("name") == "run"
+            and reports_usage(data.get("usage"))
+        )
     return left
 
 
