@@ -22,7 +22,7 @@ from tapeview.sources import Entry
 from tapeview.sources.bub_next_lines import FORMAT as NEXT_FORMAT
 
 from . import prices
-from .models import PhaseUsage, Tape
+from .models import PhaseUsage, Tape, db_text
 
 REPORTED, PRICED = "reported", "priced"
 _PENDING = "_phase_usage_pending"  # the tape instance's usage per (phase, model) not yet written
@@ -51,9 +51,14 @@ def _pending(tape: Tape, phase: object, model: str) -> list:
     return row
 
 
+def _model(tape: Tape) -> str:
+    """The model the tape names now, as a key PostgreSQL's jsonb takes (no U+0000)."""
+    return db_text(tape.model or "")
+
+
 def add(tape: Tape, phase: object, prompt: int, completion: int, cached: int, calls: int = 1) -> None:
     """Model calls' tokens, of the model the tape names now (the one the call's own event named)."""
-    model = tape.model or ""
+    model = _model(tape)
     usage = getattr(tape, "model_usage", None)
     usage = usage if isinstance(usage, dict) else {}
     total = usage.get(model) or [0, 0, 0, 0]
@@ -71,7 +76,7 @@ def report(tape: Tape, phase: object, usd: object) -> None:
     if type(usd) not in (int, float) or not math.isfinite(usd) or usd < 0:
         return
     tape.reported_cost = (getattr(tape, "reported_cost", None) or 0.0) + usd
-    row = _pending(tape, phase, tape.model or "")
+    row = _pending(tape, phase, _model(tape))
     row[4] = (row[4] or 0.0) + usd
 
 
