@@ -150,18 +150,21 @@ def write(tape: Tape) -> None:
 def reprice() -> int:
     """Price again every tape priced with another table than the current one; how many changed.
 
-    Only the priced figure moves: a reported cost stays the agent's. One UPDATE per tape whose cost
-    changes, in one transaction; a tape being indexed meanwhile settles with the new table itself."""
+    Only a priced figure moves: a reported cost stays the agent's. One UPDATE per tape whose cost
+    changes and one for the digest of all, in one transaction; a tape being indexed meanwhile
+    settles with the new table itself."""
     table = prices.current()
     stale = Tape.objects.exclude(priced_with=table.digest).exclude(priced_with="")
+    counted = stale.filter(reported_cost__isnull=True).exclude(model_usage={})
     changed = 0
     with transaction.atomic():
-        for pk, usage, reported, cost in stale.values_list("pk", "model_usage", "reported_cost", "cost"):
-            new = Cost(reported, REPORTED) if reported is not None else priced(usage or {}, table)
-            Tape.objects.filter(pk=pk).update(
-                cost=new.usd, cost_source=new.source if new.usd is not None else "", priced_with=table.digest
-            )
-            changed += new.usd != cost
+        for pk, usage, cost, source in counted.values_list("pk", "model_usage", "cost", "cost_source"):
+            new = priced(usage or {}, table)
+            new_source = new.source if new.usd is not None else ""
+            if (new.usd, new_source) != (cost, source):
+                Tape.objects.filter(pk=pk).update(cost=new.usd, cost_source=new_source)
+                changed += 1
+        stale.update(priced_with=table.digest)
     return changed
 
 

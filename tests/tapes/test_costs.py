@@ -218,3 +218,30 @@ def test_the_sources_page_adds_up_cost_by_source_and_day(sources, viewer_client)
     assert rows["nb"] == "nb – 0 0 3"  # nanobot keeps only its last turn's usage: no cost known
     assert "ya" not in rows  # yachiyo records no usage: nothing to add up
     assert 'href="/prices/"' in html
+
+
+def test_a_command_starting_prices_stored_costs_again_or_stops_on_a_broken_file(
+    sources, settings, tmp_path, reader
+) -> None:
+    from django.core.management import CommandError
+
+    from tapeview.tapes.management.commands import _schema
+
+    t = tape("bub", "session_realistic")
+    override = tmp_path / "prices.json"
+    override.write_text(
+        json.dumps({"models": {"gpt-4.1-mini": {"input": 0, "output": 0, "cached_input": 0}}})
+    )
+    settings.TAPEVIEW_PRICES = str(override)
+    _schema.migrate()
+    _, tokens = by_hand(sources["bub"] / "session_realistic.jsonl")
+    prompt, completion, cached = tokens["openai:gpt-4o-mini"]
+    rates = TABLE["gpt-4o-mini"]
+    mini = (
+        (prompt - cached) * rates["input"] + cached * rates["cached_input"] + completion * rates["output"]
+    ) / 1e6
+    assert reader.get(f"/api/tapes/{t.key}").json()["cost"] == pytest.approx(mini)
+
+    override.write_text('{"models": {"gpt-4o": {"output": null}}}')
+    with pytest.raises(CommandError, match=r"TAPEVIEW_PRICES: .*gpt-4o.output: None is not a price"):
+        _schema.migrate()
