@@ -75,13 +75,13 @@ def test_every_column_shows_when_none_is_picked(viewer_client, families) -> None
     text = page(viewer_client)
     assert HEADERS.findall(text) == [
         "label", "source", "entries", "anchors", "last_anchor", "since", "first", "last", "activity",
-        "size", "tokens", "context", "errors",
+        "size", "tokens", "cost", "context", "errors",
     ]  # fmt: skip
 
 
 def test_the_address_bar_gets_the_view_as_a_saved_view_names_it(viewer_client, families) -> None:
     every = ["label", "host", "source", "entries", "anchors", "last_anchor", "since", "first", "last", "activity",
-             "size", "tokens", "context", "errors"]  # fmt: skip
+             "size", "tokens", "cost", "context", "errors"]  # fmt: skip
     answer = viewer_client.get("/", {"filter": "errors > 0", "cols": every}, headers={"HX-Request": "true"})
     assert answer["HX-Push-Url"] == "/?filter=errors+%3E+0"
     answer = viewer_client.get("/", {"cols": ["label", "size"], "page": 1}, headers={"HX-Request": "true"})
