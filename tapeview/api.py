@@ -61,6 +61,7 @@ api.add_router("", "tapeview.tapes.api.analysis.router")
 api.add_router("", "tapeview.tapes.api.compare.router")
 api.add_router("", "tapeview.tapes.api.turns.router")
 api.add_router("", reviews_router)
+api.add_router("", "tapeview.reviews.queue_api.router")
 if apps.is_installed("tapeview.search"):
     # Imported only where installed: search is an optional app, and its models exist only then.
     from tapeview.search.api import router as search_router

@@ -1,11 +1,11 @@
-"""Forms of the review pages: a review as an operator writes it, and the filters of the review list."""
+"""Forms of the review pages: a review as an operator writes it, the review list's filters, and queues."""
 
 from __future__ import annotations
 
 from django import forms
 
-from . import ledger
-from .models import SPANS, VERDICTS
+from . import ledger, queues
+from .models import QUEUE_SPANS, SPANS, VERDICTS, Queue
 
 SCORES = [("", "–"), *((str(n), f"{n}") for n in range(1, 6))]
 
@@ -76,3 +76,40 @@ class ReviewListForm(forms.Form):
             "tape": data.get("tape") or None,
             "current": {"current": True, "superseded": False}.get(state),
         }
+
+
+class QueueForm(forms.Form):
+    name = forms.CharField(max_length=queues.MAX_NAME)
+    description = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+def reviewer_choices(blank: str) -> list[tuple[str, str]]:
+    return [("", blank), *((str(u.pk), u.get_username()) for u in queues.reviewers())]
+
+
+class SendForm(forms.Form):
+    """What to send to a queue: one target (tape, span, pos, end) or the sessions of a filter (`query`)."""
+
+    queue = forms.ModelChoiceField(queryset=Queue.objects.order_by("name"), empty_label=None)
+    tape = forms.CharField(required=False, max_length=32)
+    span = forms.ChoiceField(choices=[(s, s) for s in QUEUE_SPANS], required=False)
+    pos = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    end = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    query = forms.CharField(required=False, max_length=4000)
+    reviewer = forms.ChoiceField(required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["reviewer"].choices = reviewer_choices("nobody yet")
+
+
+class AssignForm(forms.Form):
+    reviewer = forms.ChoiceField(required=False)
+    which = forms.ChoiceField(
+        choices=[("unassigned", "the unassigned open items"), ("open", "every open item")],
+        initial="unassigned",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["reviewer"].choices = reviewer_choices("nobody (unassign)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -115,3 +116,55 @@ class Review(models.Model):
 
     def same_target(self, other: Review) -> bool:
         return (self.tape_key, self.pos, self.span) == (other.tape_key, other.pos, other.span)
+
+
+QUEUE_SPANS = ("entry", "turn", "session")
+
+
+class Queue(models.Model):
+    """A list of entries, turns and sessions sent to be reviewed, each item assigned to a reviewer."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"queue {self.name}"
+
+
+class QueueItem(models.Model):
+    """One target of a queue, named as reviews name theirs (by tape key, never an index row).
+
+    Done once a review of its target is recorded after it was added (of a session: any review of
+    one of its entries); that is counted from the reviews, never stored here.
+    """
+
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="items")
+    tape_key = models.CharField(max_length=32)
+    source = models.CharField(max_length=100)
+    rel = models.CharField(max_length=1000)
+    label = models.CharField(max_length=500)  # the tape's label when added: shown once it is gone
+    span = models.CharField(max_length=7, choices=[(s, s) for s in QUEUE_SPANS], default="entry")
+    pos = models.IntegerField(null=True, blank=True)  # null: a whole session
+    end = models.IntegerField(null=True, blank=True)  # of a turn: its last entry
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    added_by = models.CharField(max_length=200)
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "tape_key", "span", "pos"], name="queue_item_once"),
+            # A session's item has no pos, and NULLs never collide in a unique constraint.
+            models.UniqueConstraint(
+                fields=["queue", "tape_key"], condition=Q(pos__isnull=True), name="queue_session_once"
+            ),
+            models.CheckConstraint(condition=Q(span__in=QUEUE_SPANS), name="queue_item_span"),
+        ]
+
+    def __str__(self) -> str:
+        where = f" #{self.pos}" if self.pos is not None else ""
+        return f"{self.span} of {self.tape_key}{where} in queue {self.queue_id}"

@@ -7,7 +7,7 @@ from django.urls import NoReverseMatch, reverse
 
 register = template.Library()
 # The page of each kind of subject, by URL name: the audit log names what it points at, not its code.
-PAGES = {"store": "memory_admin:store_detail", "tape": "tapes:tape_detail"}
+PAGES = {"store": "memory_admin:store_detail", "tape": "tapes:tape_detail", "queue": "reviews:queue_detail"}
 
 
 @register.filter
