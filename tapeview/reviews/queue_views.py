@@ -111,6 +111,16 @@ def item_remove(request: HttpRequest, queue_id: int, item_id: int) -> HttpRespon
     return redirect("reviews:queue_detail", queue.pk)
 
 
+@require_POST
+@role_required("admin")
+def queue_delete(request: HttpRequest, queue_id: int) -> HttpResponse:
+    """Remove a queue with its items; the reviews recorded through it stay."""
+    queue = queues.find_queue(queue_id)
+    queues.delete(queue, Actor.of(request.user))
+    messages.info(request, f"Queue “{queue.name}” removed; its reviews stay.")
+    return redirect("reviews:queue_list")
+
+
 @role_required("operator")
 def queue_send(request: HttpRequest) -> HttpResponse:
     """Send a target, or the sessions of a session index filter (`?query=`), to a queue.
@@ -123,8 +133,11 @@ def queue_send(request: HttpRequest) -> HttpResponse:
     cleaned = form.cleaned_data
     status, targets, problem = 200, [], ""
     query = cleaned.get("query")
+    bad = [name for name in ("tape", "span", "pos", "end") if name in form.errors]
     try:
-        if cleaned.get("tape"):
+        if bad:
+            problem = f"Not a target that can be sent: check {', '.join(bad)}."
+        elif cleaned.get("tape"):
             span = cleaned.get("span") or ("entry" if cleaned.get("pos") else "session")
             targets = [queues.target(cleaned["tape"], span, cleaned.get("pos"), cleaned.get("end"))]
             query = None

@@ -227,6 +227,13 @@ def remove(item: QueueItem, actor: Actor) -> None:
         item.delete()
 
 
+def delete(queue: Queue, actor: Actor) -> None:
+    with transaction.atomic():
+        detail = {"name": queue.name, "items": queue.items.count()}
+        record(actor, "queue.delete", subject=f"queue:{queue.pk}", target=queue.name, detail=detail)
+        queue.delete()
+
+
 def with_state(items: QuerySet[QueueItem]) -> QuerySet[QueueItem]:
     """The items with `done`: a review of the target recorded since the item was added."""
     since = Review.objects.filter(tape_key=OuterRef("tape_key"), created_at__gte=OuterRef("added_at"))

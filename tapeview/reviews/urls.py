@@ -14,6 +14,7 @@ urlpatterns = [
     path("reviews/queues/new", queue_views.queue_create, name="queue_create"),
     path("reviews/queues/send", queue_views.queue_send, name="queue_send"),
     path("reviews/queues/<int:queue_id>/", queue_views.queue_detail, name="queue_detail"),
+    path("reviews/queues/<int:queue_id>/delete", queue_views.queue_delete, name="queue_delete"),
     path("reviews/queues/<int:queue_id>/assign", queue_views.queue_assign, name="queue_assign"),
     path("reviews/queues/<int:queue_id>/items/<int:item_id>/", queue_views.item_detail, name="item_detail"),
     path(

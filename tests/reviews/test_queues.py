@@ -310,3 +310,31 @@ def test_an_admin_removes_an_item_and_it_is_audited(admin_client, tape, queue) -
 @pytest.mark.parametrize("path", ["/reviews/queues/999/", "/reviews/queues/999/items/1/"])
 def test_an_unknown_queue_or_item_is_a_404(viewer_client, path) -> None:
     assert viewer_client.get(path).status_code == 404
+
+
+def test_a_target_with_a_pos_that_is_no_number_is_refused_not_read_as_the_session(
+    operator_client, tape, queue
+) -> None:
+    r = operator_client.post("/reviews/queues/send", {"queue": queue.pk, "tape": tape.key, "pos": "three"})
+    assert r.status_code == 400 and "check pos" in r.content.decode()
+    assert not QueueItem.objects.exists()
+
+
+def test_an_admin_removes_a_queue_and_its_reviews_stay(admin_client, tape, queue) -> None:
+    queues.add(queue, [queues.target(tape.key, "entry", 2)], ADMIN)
+    ledger.add(tape, 2, "rita", score=3)
+    r = admin_client.post(f"/reviews/queues/{queue.pk}/delete", follow=True)
+    assert "Queue “triage” removed; its reviews stay." in r.content.decode()
+    assert not Queue.objects.exists() and not QueueItem.objects.exists()
+    assert ledger.find().count() == 1
+    assert AuditEvent.objects.get(action="queue.delete").detail == {"name": "triage", "items": 1}
+
+
+def test_an_operator_cannot_remove_a_queue(operator_client, queue) -> None:
+    assert operator_client.post(f"/reviews/queues/{queue.pk}/delete").status_code == 403
+    assert Queue.objects.exists()
+
+
+def test_the_audit_log_links_a_queue_change_to_its_queue(admin_client, queue) -> None:
+    page = admin_client.get("/audit/").content.decode()
+    assert "queue.create" in page and f'href="/reviews/queues/{queue.pk}/"' in page
