@@ -66,7 +66,9 @@ def _detail(request: HttpRequest, queue: Queue, form: AssignForm, status: int) -
     ledger.refresh_index()
     items = queues.with_state(queue.items.select_related("reviewer"))
     reviewer = request.GET.get("reviewer")
-    if reviewer is not None:
+    if reviewer is not None and "\x00" in reviewer:
+        items = items.none()  # no user name holds a NUL, and PostgreSQL refuses one in a query
+    elif reviewer is not None:
         items = items.filter(reviewer__username=reviewer) if reviewer else items.filter(reviewer__isnull=True)
     page = Paginator(items.order_by("pk"), PAGE_SIZE).get_page(request.GET.get("page"))
     user = request.user if has_role(request.user, "operator") else None

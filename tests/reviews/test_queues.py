@@ -338,3 +338,16 @@ def test_an_operator_cannot_remove_a_queue(operator_client, queue) -> None:
 def test_the_audit_log_links_a_queue_change_to_its_queue(admin_client, queue) -> None:
     page = admin_client.get("/audit/").content.decode()
     assert "queue.create" in page and f'href="/reviews/queues/{queue.pk}/"' in page
+
+
+def test_a_queue_lists_one_reviewers_items_and_a_hostile_name_lists_none(
+    viewer_client, user_factory, tape, queue
+) -> None:
+    queues.add(queue, [queues.target(tape.key, "entry", 2)], ADMIN, reviewer=user_factory("rita", "operator"))
+    queues.add(queue, [queues.target(tape.key, "entry", 3)], ADMIN)
+    rita = viewer_client.get(f"/reviews/queues/{queue.pk}/", {"reviewer": "rita"}).content.decode()
+    assert "entry #2" in rita and "entry #3" not in rita
+    nobody = viewer_client.get(f"/reviews/queues/{queue.pk}/", {"reviewer": ""}).content.decode()
+    assert "entry #3" in nobody and "entry #2" not in nobody
+    hostile = viewer_client.get(f"/reviews/queues/{queue.pk}/", {"reviewer": "a\x00b", "page": "x"})
+    assert hostile.status_code == 200 and "No items for this reviewer." in hostile.content.decode()
