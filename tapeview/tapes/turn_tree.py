@@ -19,7 +19,7 @@ import orjson
 
 from tapeview.sources import Entry, reader
 
-from . import copy_reader, timeline, turns
+from . import copy_reader, prices, timeline, turns
 from .models import Tape
 
 PAGE_TURNS = 20  # turns on a page unless asked for fewer
@@ -33,9 +33,13 @@ NODE_ID = re.compile(r"^(t|m)([1-9][0-9]{0,17})$|^x([1-9][0-9]{0,17})\.([0-9]{1,
 def node_cost(
     model: str, input_tokens: int | None, output_tokens: int | None, cached: int | None
 ) -> float | None:
-    """A model call's cost in USD, None where it is unknown: no price table is known to Tapeview yet,
-    and a cost is never guessed (the pages show a dash, the API null)."""
-    return None
+    """A model call's cost in USD at the price table's figures for its model (tapes.prices), None
+    where the model, its price or its tokens are unknown: never guessed (the pages show a dash, the
+    API null)."""
+    price = prices.current().find(model) if model else None
+    if price is None or (input_tokens is None and output_tokens is None):
+        return None
+    return price.cost(input_tokens or 0, output_tokens or 0, cached or 0)
 
 
 @dataclass(frozen=True)

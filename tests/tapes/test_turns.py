@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.utils.html import escape
 
+from tapeview.tapes import prices
 from tapeview.tapes.models import Tape
 
 from .turn_sources import FIXTURES, index_families
@@ -141,8 +142,18 @@ def test_the_api_gives_each_turn_the_model_and_tool_calls_of_the_file(families, 
         assert set(t) >= {"id", "number", "first_pos", "last_pos", "tokens", "cost", "error", "children"}
         for c in t["children"]:
             assert t["first_pos"] <= c["pos"] <= t["last_pos"]
-            assert c["cost"] is None  # turn_tree.node_cost knows no price yet: never a guessed figure
+            if c["kind"] == "tool_call":
+                assert c["cost"] is None
+            elif c["cost"] is not None:  # priced where the table knows the model, else never guessed
+                price = prices.current().find(c["name"])
+                assert price is not None
+                prompt, completion, cached = (
+                    c.get(k) or 0 for k in ("input_tokens", "output_tokens", "cached_tokens")
+                )
+                assert c["cost"] == pytest.approx(price.cost(prompt, completion, cached))
             assert c["error"] is False or isinstance(c["error"], str)
+    if family == "bub":  # its runs name models the shipped table prices
+        assert any(c["cost"] for t in turns for c in t["children"] if c["kind"] == "model_call")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
