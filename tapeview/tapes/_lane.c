@@ -281,6 +281,7 @@ enum {
     N_RESULTS, N_CONTENT,                         /* its observation, the first result */
     N_MODEL, N_USAGE, N_TOTAL, N_PROMPT, N_COMPLETION, N_DETAILS, N_CACHED, /* a fact's payload */
     N_STATUS,
+    N_COST,                                       /* the step's metrics */
     SLOTS
 };
 
@@ -448,6 +449,7 @@ typedef struct {
     cur name, model;
     Py_ssize_t name_len, model_len;
     cur state, state_end; /* an anchor's payload.state, NULL: none */
+    cur spent, spent_end; /* (Bub's next format) the step's metrics.cost, NULL: none */
 } Line;
 
 #define K_ANCHOR (K_NONE + 1) /* read_line's kind for an anchor: not a lane's kind, never a column */
@@ -595,6 +597,7 @@ typedef struct {
     int64_t usages, tokens, prompt, completion, cached, last_prompt, last_cached, context;
     int has_last_prompt;
     int model; /* a name code, -1: none */
+    PyObject *spent;  /* (Bub's next format) the metrics.cost of the steps taken, as bytes; NULL: none */
     PyObject *anchor; /* the anchor take() last stopped at, read (anchor()) */
     unsigned char *scratch; /* (Bub's next format) a fact's payload, its JSON string unescaped */
     Py_ssize_t scratch_cap;
@@ -661,6 +664,7 @@ static void clear_counts(Lane *self) {
     self->counted = 0, self->calls = 0, self->errors = 0;
     self->usages = self->tokens = self->prompt = self->completion = self->cached = 0;
     self->has_last_prompt = 0, self->model = -1;
+    Py_CLEAR(self->spent);
     memset(self->roles, 0, self->name_count * sizeof(int64_t));
 }
 
@@ -686,6 +690,7 @@ static void Lane_dealloc(Lane *self) {
     free(self->kind), free(self->flags), free(self->name), free(self->scratch);
     Py_XDECREF(self->names);
     Py_XDECREF(self->anchor);
+    Py_XDECREF(self->spent);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -766,7 +771,7 @@ static PyObject *take_lines(Lane *self, PyObject *args, int next) {
         }
         /* Another model while usage is counted: the Python lane takes the line once the counts are
          * settled, so each model's tokens are priced as its own (tapes.costs). */
-        if (model >= 0 && model != self->model && self->usages) {
+        if (model >= 0 && model != self->model && (self->usages || self->spent)) {
             stopped = 1;
             break;
         }
@@ -786,6 +791,15 @@ static PyObject *take_lines(Lane *self, PyObject *args, int next) {
         self->calls += L.calls, self->errors += L.error;
         if (L.kind == K_MESSAGE && role) self->roles[role]++;
         if (model >= 0) self->model = model;
+        if (L.spent) {
+            PyObject *spent = PyBytes_FromStringAndSize(L.spent, L.spent_end - L.spent);
+            if (!spent || (!self->spent && !(self->spent = PyList_New(0))) || PyList_Append(self->spent, spent) < 0) {
+                Py_XDECREF(spent);
+                PyBuffer_Release(&buf);
+                return NULL;
+            }
+            Py_DECREF(spent);
+        }
         if (L.usage) {
             self->usages++;
             self->tokens += L.tokens, self->prompt += L.prompt, self->cached += L.cached;
@@ -805,9 +819,10 @@ static PyObject *Lane_take(Lane *self, PyObject *args) { return take_lines(self,
 static PyObject *Lane_take_next(Lane *self, PyObject *args) { return take_lines(self, args, 1); }
 
 /* settle() -> None, or the counts of the lines taken since the last settle():
- * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model, errors), low and high
- * UTC datetimes (packing.from_micros), usage None or
- * (runs, tokens, prompt, completion, cached, last prompt or None, last cached, context prompt). */
+ * (n, low, high, calls, (last pos, last id, last end), {role: n}, usage, model, errors, spent), low
+ * and high UTC datetimes (packing.from_micros), usage None or
+ * (runs, tokens, prompt, completion, cached, last prompt or None, last cached, context prompt), spent
+ * None or the JSON text of each Bub-next step's metrics.cost, in order. */
 static PyObject *Lane_settle(Lane *self, PyObject *Py_UNUSED(ignored)) {
     if (!self->counted) Py_RETURN_NONE;
     PyObject *roles = PyDict_New();
@@ -842,8 +857,9 @@ static PyObject *Lane_settle(Lane *self, PyObject *Py_UNUSED(ignored)) {
         Py_DECREF(usage);
         return NULL;
     }
-    PyObject *out = Py_BuildValue("nNNL(LLL)NNOL", self->counted, low, high, self->calls,
-                                  self->last_pos, self->last_id, self->last_end, roles, usage, model, self->errors);
+    PyObject *spent = self->spent ? self->spent : Py_None;
+    PyObject *out = Py_BuildValue("nNNL(LLL)NNOLO", self->counted, low, high, self->calls, self->last_pos,
+                                  self->last_id, self->last_end, roles, usage, model, self->errors, spent);
     clear_counts(self);
     return out;
 }

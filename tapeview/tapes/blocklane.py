@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from functools import cache
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def settle(run: fastlane.Run, lane: object) -> None:
     counts = lane.settle()
     if counts is None:
         return
-    n, low, high, calls, last, roles, usage, model, errors = counts
+    n, low, high, calls, last, roles, usage, model, errors, spent = counts
     tape, tally = run.tape, run.tally
     fastlane.counted(tape, tally, n, low, high, last)
     phase = tally.current
@@ -165,3 +166,6 @@ def settle(run: fastlane.Run, lane: object) -> None:
         phase.completion_tokens = (phase.completion_tokens or 0) + completion
         phase.cached_tokens = (phase.cached_tokens or 0) + cached
         costs.add(tape, phase, prompt, completion, cached, usage[0])  # one model's: the lane stops at another
+    for raw in spent or ():  # Bub-next steps' metrics.cost, as JSON text: a number, or nothing reported
+        with suppress(orjson.JSONDecodeError):  # (1e400: infinity, which is not reported either way)
+            costs.report(tape, phase, orjson.loads(raw))

@@ -73,8 +73,8 @@ def add(tape: Tape, phase: object, prompt: int, completion: int, cached: int, ca
 
 def report(tape: Tape, phase: object, usd: object) -> None:
     """A cost the agent wrote itself for a model call (Bub-next's step `metrics.cost`)."""
-    if type(usd) not in (int, float) or not math.isfinite(usd) or usd < 0:
-        return
+    if type(usd) not in (int, float) or usd < 0 or (type(usd) is float and not math.isfinite(usd)):
+        return  # (an int is finite, however long: math.isfinite would overflow on 10**400)
     tape.reported_cost = (getattr(tape, "reported_cost", None) or 0.0) + usd
     row = _pending(tape, phase, _model(tape))
     row[4] = (row[4] or 0.0) + usd

@@ -23,8 +23,11 @@ static const char *const N_STEP_NAMES[] = {"source",     "message", "observation
                                            "model_name", "metrics", "reasoning_effort", "reasoning_content"};
 static const int N_STEP_SLOTS[] = {N_STEP_SOURCE, N_MESSAGE, N_OBSERVATION, N_TOOL_CALLS,
                                    N_MODEL_NAME,  N_METRICS, N_EFFORT,      N_REASONING};
+static const char *const N_METRICS_NAMES[] = {"cost"};
+static const int N_METRICS_SLOTS[] = {N_COST};
+static const Spec N_METERED = {1, N_METRICS_NAMES, N_METRICS_SLOTS, (const Spec *const[]){NULL}, 0};
 static const Spec N_STEP = {8, N_STEP_NAMES, N_STEP_SLOTS,
-                            (const Spec *const[]){NULL, NULL, &N_OBSERVED, NULL, NULL, NULL, NULL, NULL}, 0};
+                            (const Spec *const[]){NULL, NULL, &N_OBSERVED, NULL, NULL, &N_METERED, NULL, NULL}, 0};
 static const char *const N_LINE_NAMES[] = {"specversion", "id", "source", "type", "time", "data", "bubcontext"};
 static const int N_LINE_SLOTS[] = {N_SPECVERSION, N_ID, N_SOURCE, N_TYPE, N_TIME, N_DATA, N_CONTEXT};
 static const Spec N_LINE = {7, N_LINE_NAMES, N_LINE_SLOTS,
@@ -247,7 +250,9 @@ static int read_next(Lane *self, cur p, cur e, Line *L, int labels, int overflow
             L->kind = K_TOOL_CALL, L->name = (cur) "", L->name_len = 0, L->calls = f.calls;
         if (agent && is_string(f.at[N_MODEL_NAME]) && !plain_string(f.at[N_MODEL_NAME], &L->model, &L->model_len))
             return 0;
-        if (agent && f.at[N_METRICS].p) return 0; /* the step's own cost: the full path counts it (tapes.costs) */
+        /* the step's own cost, reported as the full path reports it (tapes.costs.report) */
+        if (agent && is_object(f.at[N_METRICS]) && f.at[N_COST].p)
+            L->spent = f.at[N_COST].p, L->spent_end = f.at[N_COST].end;
     } else {
         L->kind = K_EVENT, L->name = name, L->name_len = name_len;
         int completed = is_key(name, name_len, "model.completed"), start = is_key(name, name_len, "loop.start");

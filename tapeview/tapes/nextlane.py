@@ -34,7 +34,7 @@ from tapeview.sources.bub_next_lines import (
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT
 from tapeview.sources.python_json import count, reports_usage
 
-from . import blocklane, fastlane
+from . import blocklane, costs, fastlane
 from .blocklane import DECLINED, Blocks, settle
 from .blocklane import FULL as FILLED  # (take_next stopped: the batch is full)
 from .fastlane import NOT_PARSED, Counted
@@ -191,7 +191,7 @@ def python_lines(run: fastlane.Run, items: Blocks) -> None:
                     moment = None
                 if moment is None or moment.tzinfo is None:
                     what = 0
-            calls, payload = 0, None
+            calls, payload, spent = 0, None, None
             if what == MESSAGE:
                 if role == "assistant":
                     found = data.get("tool_calls")
@@ -200,8 +200,8 @@ def python_lines(run: fastlane.Run, items: Blocks) -> None:
                     model = data.get("model_name")
                     if type(model) is str and model:
                         tally.current.model = tape.model = model[:200]
-                    if "metrics" in data:  # the step's own cost: the full path counts it (tapes.costs)
-                        what = 0
+                    metrics = data.get("metrics")
+                    spent = metrics.get("cost") if type(metrics) is dict else None  # the agent's own figure
                 if run.wants_label():
                     what = 0
             elif what == USAGE:
@@ -216,6 +216,8 @@ def python_lines(run: fastlane.Run, items: Blocks) -> None:
                     rows = (batch.pos, batch.offset, batch.length, batch.entry_id, batch.date, batch.kind,
                             batch.name, batch.flags)  # fmt: skip
                 continue
+            if spent is not None:
+                costs.report(tape, tally.current, spent)
             length = len(raw) + 1  # and its newline
             rows[0].append(pos)
             rows[1].append(offset)

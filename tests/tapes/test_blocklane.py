@@ -239,6 +239,7 @@ def counts(taken: list[tuple[int, int, bytes, Taken]]) -> tuple | None:
         usage or None,
         models[-1] if models else None,
         sum(1 for t in records if t.flags & packing.ERROR),
+        None,  # Bub 0.5.1 lines report no cost of their own
     )
 
 

@@ -132,12 +132,8 @@ def test_it_takes_most_lines_itself(tmp_path, monkeypatch) -> None:
     full = index._Run.full
     monkeypatch.setattr(index._Run, "full", lambda self, *line: taken.append(line[0]) or full(self, *line))
     indexed("fast", home)
-    # the anchors, errors, status events and the first message (for the label) of 169 + 10 + 16 + 41 lines,
-    # and the agent steps with metrics, whose own cost the full path counts (tapes.costs)
-    steps = sum(
-        b'"metrics"' in raw for path in home.rglob("*.jsonl") for raw in path.read_bytes().splitlines()
-    )
-    assert 0 < steps < 40 and len(taken) < 40 + steps
+    # the anchors, errors, status events and the first message (for the label) of 169 + 10 + 16 + 41 lines
+    assert len(taken) < 40
 
 
 def test_a_line_too_long_to_read_whole_is_read_from_its_head(tmp_path, monkeypatch) -> None:

@@ -86,6 +86,9 @@ def outcome(lines, data: bytes, **run_options) -> tuple:
             fixed = ("pos", "offset", "length", "entry_id", "date", "flags")
             rows.append((*(int(columns[c][i]) for c in fixed), kind, name))
     tape = {f: getattr(run.tape, f) for f in TAPE_FIELDS}
+    # What the tape's cost is made of: its reported cost, and per (phase, model) tokens and cost.
+    tape["reported_cost"] = getattr(run.tape, "reported_cost", None)
+    tape["pending usage"] = run.tape.__dict__.get("_phase_usage_pending")
     phase = {f: getattr(run.tally.current, f) for f in PHASE_FIELDS}
     return rows, tape, phase, [(pos, offset) for pos, offset, _ in run.left]
 
@@ -213,6 +216,21 @@ def awkward() -> list[bytes]:
         lambda o: o["data"].update(model_name="m" * 300),
         lambda o: o["data"].pop("model_name", None),
         lambda o: o["data"].update(observation=[]),
+        # The step's own cost (metrics.cost), reported where it is a number not below zero.
+        lambda o: o["data"].update(metrics={"cost": 0.0123}),
+        lambda o: o["data"].update(metrics={"cost": 2, "prompt_tokens": 5}),
+        lambda o: o["data"].update(metrics={"cost": 0}),
+        lambda o: o["data"].update(metrics={"cost": -1.5}),
+        lambda o: o["data"].update(metrics={"cost": "0.5"}),
+        lambda o: o["data"].update(metrics={"cost": None}),
+        lambda o: o["data"].update(metrics={"cost": True}),
+        lambda o: o["data"].update(metrics={"cost": [0.5]}),
+        lambda o: o["data"].update(metrics={"cost": {"usd": 0.5}}),
+        lambda o: o["data"].update(metrics={"cost": 10**30}),
+        lambda o: o["data"].update(metrics={"cost": 1.5e300}),
+        lambda o: o["data"].update(metrics={"costs": 0.5}),
+        lambda o: o["data"].update(metrics=[0.5]),
+        lambda o: o["data"].update(metrics="0.5"),
     ):
         for base in (agent, tools):
             changed = copy.deepcopy(base)
