@@ -57,6 +57,7 @@ def demo_site(live_server, settings, tmp_path: Path, user_factory) -> DemoSite:
             "store-edit": f"/memory/{store.key}/edit",
             "store-blame": f"/memory/{store.key}/blame",
             "sources": "/sources/",
+            "prices": "/prices/",
             "lineage": f"/tapes/{tape.key}/lineage",
             "search": "/search/?q=weather",
             "reviews": "/reviews/",

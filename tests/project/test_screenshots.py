@@ -19,7 +19,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # `make screenshots` writes them into docs/screenshots for the README; a test run, into test-artifacts.
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / os.environ.get("TAPEVIEW_SCREENSHOTS", "test-artifacts/screenshots")
-PAGES = ["sessions", "timeline", "turns", "conversation", "context", "store", "search"]
+PAGES = ["sessions", "timeline", "turns", "conversation", "prices", "context", "store", "search"]
 WIDTH, HEIGHT = 1280, 800
 MAX_BYTES = 200_000
 
