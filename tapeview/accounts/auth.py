@@ -99,6 +99,18 @@ def writer(request: HttpRequest) -> Actor:
     return who.actor
 
 
+def admin(request: HttpRequest) -> Actor:
+    """The actor of an admin's change (alert rules, review queues): a signed-in admin, or a token with
+    write scope (only admins make tokens); 403 otherwise."""
+    who = caller(request)
+    if who.token is not None:
+        if not who.can_write:
+            raise AuthorizationError(message="this needs a token with write scope")
+    elif who.actor.user is None or not has_role(who.actor.user, "admin"):
+        raise AuthorizationError(message="this needs the admin role")
+    return who.actor
+
+
 def docs_access(view: Callable) -> Callable:
     """The OpenAPI document and the docs page: for signed-in people and token holders only."""
 

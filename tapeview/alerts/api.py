@@ -8,11 +8,10 @@ from typing import Literal
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Field, Query, Router, Schema, Status
-from ninja.errors import AuthorizationError, HttpError
+from ninja.errors import HttpError
 
 from tapeview.accounts.audit import Actor
-from tapeview.accounts.auth import caller
-from tapeview.accounts.roles import has_role
+from tapeview.accounts.auth import admin
 from tapeview.tapes.api.cursor import decode, encode
 from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn, WholeInt, responses
 
@@ -104,17 +103,6 @@ class RuleListOut(Schema):
 router = Router(tags=["alerts"])
 
 
-def _admin(request: HttpRequest) -> Actor:
-    """Rules are changed by admins: a signed-in admin, or a token with write scope (admins make them)."""
-    who = caller(request)
-    if who.token is not None:
-        if not who.can_write:
-            raise AuthorizationError(message="this needs a token with write scope")
-    elif who.actor.user is None or not has_role(who.actor.user, "admin"):
-        raise AuthorizationError(message="this needs the admin role")
-    return who.actor
-
-
 def _event_out(e: Event) -> dict:
     shown = ("url", "state", "attempts", "status_code", "last_error", "delivered_at")
     deliveries = [
@@ -172,19 +160,19 @@ def _saved(rule: Rule | None, body: RuleIn, actor: Actor) -> Rule:
 @router.post("/alerts/rules", response=responses({201: RuleOut}, 400, 403))
 def create_alert_rule(request: HttpRequest, body: RuleIn) -> Status:
     """Add a rule; the indexer evaluates it at its next pass."""
-    return Status(201, _saved(None, body, _admin(request)))
+    return Status(201, _saved(None, body, admin(request)))
 
 
 @router.put("/alerts/rules/{rule_id}", response=responses({200: RuleOut}, 400, 403, 404))
 def update_alert_rule(request: HttpRequest, rule_id: int, body: RuleIn) -> Rule:
     """Change a rule (all its fields); its alerts stay, and are evaluated again over its scope."""
-    actor = _admin(request)
+    actor = admin(request)
     return _saved(get_object_or_404(Rule, pk=rule_id), body, actor)
 
 
 @router.delete("/alerts/rules/{rule_id}", response=responses({204: None}, 403, 404))
 def delete_alert_rule(request: HttpRequest, rule_id: int) -> Status:
     """Remove a rule with its alerts and their history."""
-    actor = _admin(request)
+    actor = admin(request)
     rules.delete(get_object_or_404(Rule, pk=rule_id), actor)
     return Status(204, None)

@@ -8,11 +8,9 @@ from typing import Literal
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
-from ninja.errors import AuthorizationError, HttpError
+from ninja.errors import HttpError
 
-from tapeview.accounts.audit import Actor
-from tapeview.accounts.auth import caller, writer
-from tapeview.accounts.roles import has_role
+from tapeview.accounts.auth import admin, writer
 from tapeview.tapes import lookup
 from tapeview.tapes.api.cursor import decode, encode
 from tapeview.tapes.api.schemas import TEXT, BodyIn, PageIn, WholeInt, responses
@@ -131,17 +129,6 @@ def item_out(i: QueueItem) -> dict:
     }
 
 
-def _admin(request: HttpRequest) -> Actor:
-    """Queues are made by admins: a signed-in admin, or a token with write scope (admins make them)."""
-    who = caller(request)
-    if who.token is not None:
-        if not who.can_write:
-            raise AuthorizationError(message="this needs a token with write scope")
-    elif who.actor.user is None or not has_role(who.actor.user, "admin"):
-        raise AuthorizationError(message="this needs the admin role")
-    return who.actor
-
-
 @router.get("/queues", response=responses({200: QueueListOut}))
 def list_queues(request: HttpRequest) -> dict:
     """Every review queue by name, with its progress: done of total, and per reviewer."""
@@ -153,7 +140,7 @@ def list_queues(request: HttpRequest) -> dict:
 @router.post("/queues", response=responses({201: QueueOut}, 400, 403))
 def create_queue(request: HttpRequest, body: QueueIn) -> Status:
     """Make an empty queue."""
-    actor = _admin(request)
+    actor = admin(request)
     try:
         queue = queues.create(body.name, body.description, actor)
     except queues.QueueRefused as exc:
