@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page
+
 CHROMIUM = os.environ.get("TAPEVIEW_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
     "--headless",
@@ -26,3 +29,13 @@ def sign_in(page, url: str, name: str = "vera", then: str = "") -> None:
     page.fill("input[name=username]", name)
     page.fill("input[name=password]", PASSWORD)
     page.get_by_role("button", name="Sign in").click()
+
+
+def serious_violations(page: Page, name: str) -> list[str]:
+    """axe's serious and critical violations on the page, one line each."""
+    results = Axe().run(page).response
+    return [
+        f"{name}: {v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:5]]}"
+        for v in results["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]

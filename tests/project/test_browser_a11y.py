@@ -6,25 +6,15 @@ import os
 import re
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, Route, expect
 
+from tests.browser import serious_violations
 from tests.project.demo_site import DemoSite, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls below are plain sync code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def serious_violations(page: Page, name: str) -> list[str]:
-    """axe's serious and critical violations on the page, one line each."""
-    results = Axe().run(page).response
-    return [
-        f"{name}: {v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:5]]}"
-        for v in results["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -9,9 +9,8 @@ import re
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.browser import ARTIFACTS
+from tests.browser import ARTIFACTS, serious_violations
 from tests.project.demo_site import DemoSite, sign_in
-from tests.project.test_browser_a11y import serious_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

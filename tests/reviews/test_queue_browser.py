@@ -7,13 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 from tapeview.accounts.audit import Actor
 from tapeview.reviews import ledger, queues
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS, sign_in
+from tests.browser import ARTIFACTS, serious_violations, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,15 +24,6 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def site(live_server, settings, tape_file: Path) -> str:
     settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
     return live_server.url
-
-
-def serious(page: Page, name: str) -> list[str]:
-    results = Axe().run(page).response
-    return [
-        f"{name}: {v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:5]]}"
-        for v in results["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -49,15 +39,15 @@ def test_a_reviewer_works_through_a_queue(page: Page, site: str, user_factory, w
     row = page.locator(f"#queue-{queue.pk}")
     expect(row).to_contain_text("0 / 2")
     expect(row).to_contain_text("rita 0 / 2")
-    found += serious(page, "queues")
+    found += serious_violations(page, "queues")
     row.get_by_role("link", name="triage").click()
     expect(page.get_by_role("heading", name="triage")).to_be_visible()
-    found += serious(page, "queue")
+    found += serious_violations(page, "queue")
 
     page.get_by_role("link", name="Review the next open item").click()
     expect(page.get_by_role("heading", name="Item 1 of 2")).to_be_visible()
     expect(page.locator(".queue-entry")).to_contain_text("list the files")
-    found += serious(page, "item")
+    found += serious_violations(page, "item")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(ARTIFACTS / f"queue-item-{width}.png"), full_page=True)
 
@@ -77,7 +67,7 @@ def test_a_reviewer_works_through_a_queue(page: Page, site: str, user_factory, w
     expect(page.locator(".messages")).to_contain_text("No open item is left after this one.")
     expect(page.locator("#progress")).to_contain_text("2 / 2")
     expect(page.locator(".badge.done")).to_have_count(2)
-    found += serious(page, "queue done")
+    found += serious_violations(page, "queue done")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert [(r.pos, r.score, r.verdict) for r in ledger.find(tape=tape.key).order_by("pos")] == [
         (2, 4, ""),

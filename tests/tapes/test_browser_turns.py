@@ -8,11 +8,10 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tapeview.tapes.models import Tape
-from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, sign_in
+from tests.browser import ARTIFACTS, CHROMIUM, FLAGS, serious_violations, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,15 +38,6 @@ def signed_in(browser: Browser, site: str, width: int, scheme: str = "light") ->
     sign_in(page, site, "olga")
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     return page
-
-
-def serious(page: Page, name: str) -> list[str]:
-    results = Axe().run(page).response
-    return [
-        f"{name}: {v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:5]]}"
-        for v in results["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def test_keys_move_through_the_tree_and_enter_opens_the_node(
@@ -105,6 +95,6 @@ def test_the_tree_and_the_conversation_fit_and_pass_axe(
                 expect(page.locator("#node-error")).to_have_text("the tool reported an error")
             assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{name} at {width}"
             page.screenshot(path=str(ARTIFACTS / f"turns-{name}-{width}-{scheme}.png"))
-            found += serious(page, f"{name} {width} {scheme}")
+            found += serious_violations(page, f"{name} {width} {scheme}")
         page.context.close()
     assert found == [], "\n".join(found)
