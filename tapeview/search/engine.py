@@ -158,7 +158,7 @@ def _twin_keys(
     backend: backends.SQLite | backends.PostgreSQL, rows: list[Found], groups: list[list[int]]
 ) -> dict[int, tuple]:
     """What makes a lead the same entry as a lead of another tape: its place, kind, name and text,
-    and its tape's kind, size and count of entries (a copy of the file). Only for the leads whose
+    and its tape's kind, size, entries, first line and dates (a copy of the file). Only for the leads whose
     place, kind and name another tape's lead shares: their text is read."""
     place = {i: (rows[i].pos, rows[i].kind, rows[i].name) for i, *_ in groups if rows[i].tape_id is not None}
     tapes_at = defaultdict(set)
@@ -168,7 +168,9 @@ def _twin_keys(
     if not shared:
         return {}
     tapes = Tape.objects.filter(pk__in={rows[i].tape_id for i in shared})
-    alike = {pk: (kind, size, n) for pk, kind, size, n in tapes.values_list("pk", "kind", "size", "entries")}
+    # A copy of the file: the same first line (its fingerprint), size, entries and span of dates.
+    same_file = ("kind", "size", "entries", "head", "first_at", "last_at")
+    alike = {pk: tuple(rest) for pk, *rest in tapes.values_list("pk", *same_file)}
     bodies = backend.bodies([rows[i].id for i in shared])
     return {
         i: (place[i], alike[rows[i].tape_id], bodies[rows[i].id])

@@ -17,7 +17,10 @@ from django.db.models.functions import Trunc
 from .models import Anchor, Tape
 
 HOURS = 48  # a range up to this many hours is drawn by the hour
-DAYS = 92  # up to this many days by the day; longer ones by the month
+DAYS = 92  # up to this many days by the day; longer ones by the month, past MONTHS by the year
+MONTHS = 120
+BARS = 120  # the most bars drawn: a range longer than that many years (a date of the year 1 in a
+# file) draws its last BARS years, and the sessions before them are counted, not drawn
 MEASURES = ("entries", "errors", "tokens", "cost")
 
 
@@ -104,7 +107,11 @@ def _unit(first: datetime | None, last: datetime | None) -> str:
     if first is None or last is None:
         return "day"
     span = last - first
-    return "hour" if span <= timedelta(hours=HOURS) else "day" if span <= timedelta(days=DAYS) else "month"
+    if span <= timedelta(hours=HOURS):
+        return "hour"
+    if span <= timedelta(days=DAYS):
+        return "day"
+    return "month" if (last.year - first.year) * 12 + last.month - first.month < MONTHS else "year"
 
 
 def floor(moment: datetime, unit: str) -> datetime:
@@ -112,6 +119,8 @@ def floor(moment: datetime, unit: str) -> datetime:
     if unit == "hour":
         return moment.replace(minute=0, second=0, microsecond=0)
     day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if unit == "year":
+        return day.replace(month=1, day=1)
     return day if unit == "day" else day.replace(day=1)
 
 
@@ -120,6 +129,8 @@ def step(start: datetime, unit: str) -> datetime:
         return start + timedelta(hours=1)
     if unit == "day":
         return start + timedelta(days=1)
+    if unit == "year":
+        return start.replace(year=start.year + 1)
     if start.month == 12:
         return start.replace(year=start.year + 1, month=1)
     return start.replace(month=start.month + 1)
@@ -136,20 +147,19 @@ def _buckets(tapes: QuerySet[Tape], unit: str, first: datetime, last: datetime) 
     found = {floor(r["at"], unit): r for r in rows}
     out = []
     at = floor(first, unit)
-    while at <= last:
+    if unit == "year":
+        at = max(at, floor(last, unit).replace(year=max(1, last.year - BARS + 1)))
+    while at <= last and len(out) < BARS:
         r = found.get(at, {})
-        out.append(
-            Bucket(
-                at,
-                step(at, unit),
-                r.get("n") or 0,
-                r.get("n_entries") or 0,
-                r.get("n_errors") or 0,
-                r.get("n_tokens") or 0,
-                r.get("n_cost") or 0.0,
-            )
-        )
-        at = step(at, unit)
+        try:
+            end = step(at, unit)
+        except (ValueError, OverflowError):  # the year 9999's: the last bar there is
+            end = datetime.max.replace(tzinfo=UTC)
+        figures = ("n", "n_entries", "n_errors", "n_tokens")
+        out.append(Bucket(at, end, *(r.get(k) or 0 for k in figures), r.get("n_cost") or 0.0))
+        if end.year == datetime.max.year and end == datetime.max.replace(tzinfo=UTC):
+            break
+        at = end
     return out
 
 

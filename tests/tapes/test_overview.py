@@ -5,12 +5,14 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
+from tapeview.tapes.overview import BARS
 
 from .test_compare import anchor, calls, results, run, said
 
@@ -122,3 +124,15 @@ def test_a_bad_time_in_the_query_is_ignored_not_an_error(dated, viewer_client) -
     page = viewer_client.get("/", {"since": "yesterday"})
     assert page.status_code == 200
     assert '<small id="tally">3 of 3 tapes</small>' in page.content.decode()
+
+
+def test_dates_of_the_year_1_and_9999_draw_the_last_years_only(dated, viewer_client) -> None:
+    """A file's odd dates stretch the range over millennia: the bars go by the year, at most BARS of
+    them, ending at the newest session's year, never one bar per month of 10,000 years."""
+    Tape.objects.filter(name="monday").update(last_at=datetime(1, 1, 1, tzinfo=UTC))
+    Tape.objects.filter(name="thursday").update(last_at=datetime(9999, 12, 31, 23, 0, tzinfo=UTC))
+    r = viewer_client.get("/")
+    assert r.status_code == 200
+    bars = bars_of(r.content.decode(), "entries")
+    assert len(bars) == BARS
+    assert bars[-1][1].startswith("9999:") and bars[0][1].startswith(f"{9999 - BARS + 1}:")

@@ -12,8 +12,8 @@ from ..usage import cost_text
 from .drawing import ACCENT, BAD, TRACK, _num, _plural, _rect, _svg
 
 WIDTH, HEIGHT, TOP = 300, 64, 4  # the frame (stretched to its box: no text inside); TOP: headroom
-WHEN = {"hour": "%d %b %H:00", "day": "%d %b %Y", "month": "%b %Y"}
-UNIT_WORDS = {"hour": "hour", "day": "day", "month": "month"}
+WHEN = {"hour": "%d %b %H:00", "day": "%d %b %Y", "month": "%b %Y", "year": "%Y"}
+UNIT_WORDS = {"hour": "hour", "day": "day", "month": "month", "year": "year"}
 
 
 def amount(measure: str, value: float) -> str:
