@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tapeview.accounts.audit import Actor
+from tapeview.reviews import queues
+
 pytestmark = pytest.mark.django_db
 
 
@@ -39,6 +42,7 @@ def test_a_cursor_this_api_never_handed_out_is_a_documented_400(reader, memory_s
     ids = {
         "tape_id": reader.get("/api/tapes", source="bub", limit=1).json()["items"][0]["id"],
         "store_id": reader.get("/api/memory", kind="nanobot.memory").json()["items"][0]["id"],
+        "queue_id": queues.create("triage", "", Actor("ada")).pk,
     }
     paged = _paged_reads(document)
     assert len(paged) >= 10

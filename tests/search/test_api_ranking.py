@@ -44,6 +44,7 @@ def test_a_search_answers_exactly_these_fields(reader, yachiyo) -> None:
         "snippet": user["snippet"],
         "highlights": user["highlights"],
         "copies": 5,
+        "identical": [],
         "score": user["score"],
     }
     assert "蓝色，我每天早上七点起床。" in user["snippet"]

@@ -167,6 +167,7 @@ TAPE_READS = (
     "/api/tapes/{tape_id}/budget",
     "/api/tapes/{tape_id}/export",
     "/api/tapes/{tape_id}/reviews/export",
+    "/api/tapes/{tape_id}/turns",
 )
 
 
