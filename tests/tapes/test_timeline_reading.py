@@ -88,7 +88,9 @@ def test_a_turn_holds_the_user_message_through_the_answer(viewer_client, realist
     html = timeline(viewer_client, realistic)
     # The answer at 13, then the loop's bookkeeping up to the next entry of another kind.
     assert turn(html, "Turn 1") == list(range(6, 18))
-    assert re.search(r'<p class="turn-no">turn 1 <span class="sub turn-cost"[^>]*>\$0\.\d{4}</span></p>', html)
+    assert re.search(
+        r'<p class="turn-no">turn 1 <span class="sub turn-cost"[^>]*>\$0\.\d{4}</span></p>', html
+    )
     assert turn(html, "Turn 2") == list(range(19, 29))
 
 
