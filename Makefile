@@ -8,7 +8,7 @@ PORT ?= 8000
 BINDIR ?= $(HOME)/.local/bin
 PG_PASS = $(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "not browser" -p no:cacheprovider
 
-.PHONY: run test test-sqlite test-postgres setup link system screenshots lint format bench load clean
+.PHONY: run test test-sqlite test-postgres sanitize setup link system screenshots lint format bench load clean
 
 $(BIN)/tapeview: pyproject.toml setup.py tapeview/tapes/_lane.c tapeview/tapes/lane_next.h tapeview/search/_text.c tapeview/sources/bub_dates.h
 	PY=$(PY) .ci/system-packages build
@@ -53,6 +53,10 @@ test-sqlite: setup system
 ## test-postgres: every test but the browser ones, against a throwaway PostgreSQL server (.ci/postgres_server.py)
 test-postgres: setup system
 	$(PG_PASS)
+
+## sanitize: the C lanes built with AddressSanitizer and UBSan, run by their differential and fuzz tests
+sanitize: setup
+	PY=$(BIN)/python .ci/sanitize
 
 ## screenshots: retake the README's screenshots (docs/screenshots) with the browser test that checks them
 screenshots: setup system

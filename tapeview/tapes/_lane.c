@@ -792,7 +792,7 @@ static PyObject *take_lines(Lane *self, PyObject *args, int next) {
         if (L.kind == K_MESSAGE && role) self->roles[role]++;
         if (model >= 0) self->model = model;
         if (L.spent) {
-            PyObject *spent = PyBytes_FromStringAndSize(L.spent, L.spent_end - L.spent);
+            PyObject *spent = PyBytes_FromStringAndSize((const char *)L.spent, L.spent_end - L.spent);
             if (!spent || (!self->spent && !(self->spent = PyList_New(0))) || PyList_Append(self->spent, spent) < 0) {
                 Py_XDECREF(spent);
                 PyBuffer_Release(&buf);
