@@ -43,8 +43,9 @@ run: setup
 system:
 	.ci/system-packages
 
-## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL
-test: test-sqlite test-postgres
+## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL,
+## then the C lanes' own tests under the sanitizers
+test: test-sqlite test-postgres sanitize
 
 test-sqlite: setup system
 	$(BIN)/ruff check .
