@@ -14,9 +14,12 @@ from datetime import timedelta
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from tapeview.outage import Outage
+
 from .models import Delivery
 
 log = logging.getLogger("tapeview.alerts")
+_outage = Outage(log, "delivering alerts")  # the database away: one line when it goes, one when back
 
 TIMEOUT = 5.0  # seconds a webhook has to answer one try
 RETRY = 2.0  # seconds before the second try...
@@ -47,9 +50,11 @@ def after_pass() -> None:
         return
     try:
         deliver_due()
-    except Exception:
-        log.exception("delivering alerts failed")
+    except Exception as exc:
+        _outage.failed(exc)
         close_old_connections()
+    else:
+        _outage.passed()
 
 
 def _serve(stop: threading.Event) -> None:
@@ -57,9 +62,12 @@ def _serve(stop: threading.Event) -> None:
         while not stop.is_set():
             try:
                 deliver_due(stop)
-            except Exception:
-                log.exception("delivering alerts failed; trying again")
+            except Exception as exc:
+                pause = _outage.failed(exc)
                 close_old_connections()
+                stop.wait(pause)
+            else:
+                _outage.passed()
             _wake.wait(LOOK)
             _wake.clear()
     finally:

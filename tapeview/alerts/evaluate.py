@@ -18,6 +18,7 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from tapeview.outage import Outage
 from tapeview.tapes.models import Tape, this_host
 
 from . import conditions, courier, payload
@@ -35,6 +36,7 @@ SCOPE = "scope"  # the subject of a cost rule: its whole scope
 EVERY = 1.0  # seconds between the watcher's evaluations at the least
 
 _last = -EVERY
+_outage = Outage(log, "evaluating alerts")
 
 
 def indexer_idle(sender: object = None, budget: float | None = None, **_: object) -> None:
@@ -47,9 +49,11 @@ def indexer_idle(sender: object = None, budget: float | None = None, **_: object
     _last = time.monotonic()
     try:
         run(timezone.now())
-    except Exception:
-        log.exception("evaluating alerts failed; indexing goes on")
+    except Exception as exc:
+        _outage.failed(exc)  # (the watcher's own loop pauses while the database is away)
         close_old_connections()
+    else:
+        _outage.passed()
     courier.after_pass()
 
 

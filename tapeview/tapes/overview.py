@@ -172,9 +172,14 @@ def _spread(rows: QuerySet, duration) -> Spread:
     if not known:
         return Spread(0, None, None)
 
-    def at(q: float) -> float:
+    def at(q: float) -> float | None:
         rank = min(known - 1, max(0, math.ceil(q * known) - 1))
-        value = ordered[rank]
+        # The rows may have changed since they were counted (an agent's tape indexed meanwhile):
+        # the nearest row at or before that rank, or none.
+        found = list(ordered[max(0, rank - 1) : rank + 1])
+        if not found:
+            return None
+        value = found[-1]
         return value.total_seconds() if isinstance(value, timedelta) else float(value or 0) / 1e6
 
     return Spread(known, at(0.50), at(0.99))
