@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models import Model
 from django.utils import timezone
 
-from .models import Anchor, EntryChunk, Tape, db_text
+from .models import Anchor, EntryChunk, Tape, Turn, db_text
 from .packing import CHUNK, Batch, Chunk, decode
 
 try:
@@ -54,9 +54,12 @@ class Last:
         self.first_pos, self.chunk = first_pos, chunk
 
 
-def append(tape: Tape, batch: Batch, last: Last | None = None) -> Last | None:
+def append(
+    tape: Tape, batch: Batch, last: Last | None = None, seen: Callable[[Chunk], None] | None = None
+) -> Last | None:
     """Add a batch after the tape's last entry: the last chunk filled up first, then new ones.
-    `last`: that chunk as the previous call returned it (None: read it from the database)."""
+    `last`: that chunk as the previous call returned it (None: read it from the database); `seen`
+    is given the batch's entries as packed, before they are written."""
     if not len(batch):
         return last
     if last is None:
@@ -65,6 +68,8 @@ def append(tape: Tape, batch: Batch, last: Last | None = None) -> Last | None:
         last = None if found is None else Last(found[0], decode(bytes(found[1]), found[2]))
     growing = last is not None and last.chunk.count < CHUNK
     merged = (last.chunk if growing else Chunk()).extended(batch)
+    if seen is not None:
+        seen(merged.sliced(last.chunk.count if growing else 0, merged.count))
     chunks = [merged.sliced(at, at + CHUNK) for at in range(0, merged.count, CHUNK)]
     rows = [_chunk_values(chunk) for chunk in chunks]
     if growing:
@@ -209,6 +214,36 @@ def update_phases(tape_id: int, rows: list[AnchorRow], fields: tuple[str, ...]) 
     sets = ", ".join(f"{_column(Anchor, name)} = %s" for name in fields)
     keys = f"{_column(Anchor, 'tape')} = %s AND {_column(Anchor, 'pos')} = %s"
     values = [(*_anchor_values(row, fields), tape_id, row.pos) for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET {sets} WHERE {keys}", values)
+
+
+TURN_FIELDS = ("number", "first_pos", "started_at", "ended_at", "carry")
+TURN_TYPES = ("bigint", "integer", "integer", "timestamptz", "timestamptz", "smallint")
+
+
+def insert_turns(tape_id: int, rows: list[tuple[int, int, datetime | None, datetime | None, int]]) -> None:
+    """A batch's new turn rows (TURN_FIELDS), as insert_anchors writes anchors."""
+    when = _db_datetime()
+    values = [
+        (tape_id, n, first, None if a is None else when(a), None if b is None else when(b), carry)
+        for n, first, a, b, carry in rows
+    ]
+    insert_rows(Turn, ("tape", *TURN_FIELDS), values, TURN_TYPES)
+
+
+def update_turns(tape_id: int, rows: list[tuple[int, int, datetime | None, datetime | None, int]]) -> None:
+    """Stored turns (TURN_FIELDS) that went on in a batch: their times and carry, one executemany."""
+    if not rows:
+        return
+    when = _db_datetime()
+    table = connection.ops.quote_name(Turn._meta.db_table)
+    sets = ", ".join(f"{_column(Turn, name)} = %s" for name in TURN_FIELDS[2:])
+    keys = f"{_column(Turn, 'tape')} = %s AND {_column(Turn, 'number')} = %s"
+    values = [
+        (None if a is None else when(a), None if b is None else when(b), carry, tape_id, n)
+        for n, _, a, b, carry in rows
+    ]
     with connection.cursor() as cursor:
         cursor.executemany(f"UPDATE {table} SET {sets} WHERE {keys}", values)
 

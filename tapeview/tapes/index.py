@@ -21,9 +21,10 @@ from tapeview.sources.raw_bytes import head
 from . import blocklane, bulk, costs, fastlane, nextlane, signals
 from .bulk import AnchorRow
 from .lease import POLL, LeaseLost, indexer_fields, lease_of, release, save
-from .models import Anchor, EntryChunk, PhaseUsage, Tape, state_preview
+from .models import Anchor, EntryChunk, PhaseUsage, Tape, Turn, state_preview
 from .packing import Batch, flags, micros
 from .phase_tally import PhaseTally, anchor_only, anchor_state
+from .turn_tally import TurnTally
 
 # Entries written at once: 16 chunks (packing.CHUNK), one transaction and one save of the tape. Fewer,
 # larger batches than 10,000 made a cold index 4-30% faster (each batch's transaction, save and
@@ -238,6 +239,7 @@ def _reset(tape: Tape, lease: str) -> None:
         signals.tape_reset.send(sender=Tape, tape_id=tape.pk)
         Anchor.objects.filter(tape=tape).delete()
         PhaseUsage.objects.filter(tape=tape).delete()
+        Turn.objects.filter(tape=tape).delete()
 
 
 def _as_lines(entries: Iterable[FileEntry]) -> Iterator[tuple[int, int, FileEntry]]:
@@ -252,6 +254,7 @@ class _Run:
     def __init__(self, tape: Tape, lease: str, progress: Progress | None) -> None:
         self.tape, self.lease, self.progress = tape, lease, progress
         self.tally = PhaseTally(tape)
+        self.turns = TurnTally(tape)
         self.rows, self.anchors = Batch(), []
         self.start = tape.indexed_offset
         self.last: bulk.Last | None = None  # the tape's last chunk as this run wrote it
@@ -279,7 +282,8 @@ class _Run:
             # First, so a batch is written only by the tape's owner, together with its progress.
             save(tape, self.lease)
             costs.write(tape)
-            self.last = bulk.append(tape, self.rows, self.last)
+            self.last = bulk.append(tape, self.rows, self.last, self.turns.add)
+            self.turns.write()
             signals.entries_indexed.send(sender=Tape, tape=tape)
             bulk.insert_anchors(tape.pk, anchors)
             self.tally.write(anchors)

@@ -244,6 +244,22 @@ class PhaseUsage(models.Model):
         ]
 
 
+class Turn(models.Model):
+    """A turn of a tape (tapes.turn_tally): where it starts, and its first and last known times."""
+
+    tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="turn_rows", db_index=False)
+    number = models.IntegerField()  # 1, 2, ... in file order
+    first_pos = models.IntegerField()
+    started_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)  # null: no dated entry of its own yet
+    # What the tally needs of the rows before the next batch (turn_tally.TurnTally): the tape's last
+    # turn can go on in the next append.
+    carry = models.SmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tape", "number"], name="turn_tape_number")]
+
+
 class SavedView(models.Model):
     """A filter and sort of the session index that one person named: their preference, not derived.
 

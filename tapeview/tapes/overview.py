@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import Trunc
 
-from .models import Anchor, Tape
+from .models import Anchor, Tape, Turn
 
 HOURS = 48  # a range up to this many hours is drawn by the hour
 DAYS = 92  # up to this many days by the day; longer ones by the month, past MONTHS by the year
@@ -57,7 +57,8 @@ class Overview:
     cost: float | None
     costed: int  # sessions that reported a cost
     session_length: Spread  # first to last entry
-    phase_length: Spread  # each phase from its anchor: the index keeps no turn's own duration
+    phase_length: Spread  # each phase from its anchor to its last entry
+    turn_length: Spread  # each turn with a known start and end (tapes.turn_tally)
 
     @property
     def error_rate(self) -> float | None:
@@ -97,6 +98,12 @@ def overview(tapes: QuerySet[Tape]) -> Overview:
         phase_length=_spread(
             Anchor.objects.filter(
                 tape__in=tapes.values("id"), phase=True, started_at__isnull=False, ended_at__isnull=False
+            ),
+            F("ended_at") - F("started_at"),
+        ),
+        turn_length=_spread(
+            Turn.objects.filter(
+                tape__in=tapes.values("id"), started_at__isnull=False, ended_at__isnull=False
             ),
             F("ended_at") - F("started_at"),
         ),

@@ -1,4 +1,4 @@
-"""The tapes API: the sources, the list of tapes and one tape's statistics."""
+"""The tapes API: the sources, the list of tapes and its figures, and one tape's statistics."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ninja.errors import HttpError
 
 from tapeview.sources import FileUnreadable, TapeNotFound
 
-from .. import export, expression, formats, handoff, health, listing, lookup
+from .. import export, expression, formats, handoff, health, listing, lookup, overview
 from ..discovery import this_host
 from ..forms import SORTS
 from ..models import Tape
@@ -144,6 +144,41 @@ class TapeFilters(PageIn):
     sort: Sort = "-last"  # type: ignore[valid-type]
 
 
+class OverviewFilters(Schema):
+    source: str | None = Field(None, max_length=100, pattern=TEXT)
+    host: str | None = Field(None, max_length=255, pattern=TEXT, description="only this host's tapes")
+    q: str | None = Field(None, max_length=200, pattern=TEXT)
+    kind: Literal[tuple(listing.KINDS)] | None = Field(None, description="an agent family")  # type: ignore[valid-type]
+    errors: bool = Field(False, description="only tapes with at least one error")
+    filter: str | None = Field(None, description="an expression of the filter language, as GET /tapes takes")
+    since: datetime | None = Field(None, description="only sessions last active at or after this time")
+    until: datetime | None = Field(None, description="only sessions last active before this time")
+
+
+class SpreadOut(Schema):
+    known: int = Field(description="how many had a known start and end: the others are not counted")
+    p50_seconds: float | None = Field(description="the median (nearest rank); null when none is known")
+    p99_seconds: float | None
+
+
+class OverviewOut(Schema):
+    sessions: int
+    undated: int = Field(description="sessions without a time")
+    entries: int
+    errors: int
+    error_rate: float | None = Field(description="errors per entry; null without entries")
+    sessions_with_errors: int
+    tokens: int | None
+    cost: float | None = Field(description="USD, over the sessions with a cost; null: none")
+    costed: int = Field(description="sessions with a cost")
+    session_length: SpreadOut = Field(description="each session's first to last entry")
+    phase_length: SpreadOut = Field(description="each phase from its anchor to its last entry")
+    turn_length: SpreadOut = Field(
+        description="each turn from its first time to its last (a Bub run, a nanobot, yachiyo or araliya "
+        "turn); turns without times are not counted"
+    )
+
+
 class ExportIn(Schema):
     format: Literal["jsonl", "md"] = Field(
         "jsonl",
@@ -239,6 +274,44 @@ def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
         raise HttpError(400, f"filter {exc}") from None
     rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
     return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
+
+
+@router.get("/overview", response=responses({200: OverviewOut}, 400))
+def get_overview(request: HttpRequest, filters: Query[OverviewFilters]) -> dict:
+    """The session index's stats panel: the figures of the tapes GET /tapes lists with these filters."""
+    try:
+        tapes = listing.tapes(
+            filters.q,
+            filters.source,
+            kind=filters.kind,
+            errors=filters.errors,
+            host=filters.host,
+            expr=filters.filter,
+            since=filters.since,
+            until=filters.until,
+        )
+    except expression.FilterError as exc:
+        raise HttpError(400, f"filter {exc}") from None
+    ov = overview.overview(tapes)
+    return {
+        "sessions": ov.sessions,
+        "undated": ov.undated,
+        "entries": ov.entries,
+        "errors": ov.errors,
+        "error_rate": ov.error_rate,
+        "sessions_with_errors": ov.with_errors,
+        "tokens": ov.tokens,
+        "cost": ov.cost,
+        "costed": ov.costed,
+        **{
+            name: {"known": s.known, "p50_seconds": s.p50, "p99_seconds": s.p99}
+            for name, s in (
+                ("session_length", ov.session_length),
+                ("phase_length", ov.phase_length),
+                ("turn_length", ov.turn_length),
+            )
+        },
+    }
 
 
 def _keyset(tapes: QuerySet, sort: str, cursor: str | None, limit: int) -> tuple[list[Tape], str | None]:
