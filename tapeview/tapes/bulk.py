@@ -138,8 +138,9 @@ def analyze() -> None:
     quote = connection.ops.quote_name
     chunk_columns = ("tape", "first_pos", "last_pos", "count")
     anchor_columns = ("tape", "pos", "phase", "phase_index", "name")
+    turn_columns = ("tape", "number", "started_at", "ended_at")
     with connection.cursor() as cursor:
-        for model, names in ((EntryChunk, chunk_columns), (Anchor, anchor_columns)):
+        for model, names in ((EntryChunk, chunk_columns), (Anchor, anchor_columns), (Turn, turn_columns)):
             columns = ", ".join(_column(model, name) for name in names)
             cursor.execute(f"ANALYZE {quote(model._meta.db_table)} ({columns})")
         cursor.execute(f"ANALYZE {quote(Tape._meta.db_table)}")

@@ -66,19 +66,18 @@ class TurnTally:
         if not chunk.count:
             return
         c = chunk.columns
-        kind = np.array(chunk.kinds, dtype=object)[c["kind"]]
-        name = np.array(chunk.names, dtype=object)[c["name"]]
+        kind, name = _Words(chunk.kinds, c["kind"]), _Words(chunk.names, c["name"])
         readable = (c["flags"] & READABLE) != 0
         carry = self.current.carry if self.current is not None else NONE
         if self.tape.kind == "bub":
             opens, timed, carry = _bub(kind, name, readable, c["flags"], carry, self.tape.line_format)
         elif self.tape.kind == "yachiyo":
-            opens, timed = readable & (kind == "anchor"), readable & (kind != "message")
+            opens, timed = readable & kind.is_("anchor"), readable & ~kind.is_("message")
         else:
             opens, timed, carry = _chat(kind, name, readable, carry)
         self._count(c["pos"], c["date"], opens, timed & (c["date"] != NO_DATE))
-        if self.current is not None:
-            self.current.carry = carry
+        if self.current is not None and self.current.carry != carry:
+            self.current.carry, self.current.touched = carry, True
             self.current.touched = True
 
     def _count(self, pos: np.ndarray, date: np.ndarray, opens: np.ndarray, dated: np.ndarray) -> None:
@@ -120,17 +119,32 @@ class TurnTally:
         self.went_on, self.new = [], []
 
 
+class _Words:
+    """A column of codes into a chunk's words, compared by code: a word's test costs one lookup per
+    row, not one string comparison."""
+
+    def __init__(self, words: list[str], codes: np.ndarray) -> None:
+        self.words, self.codes = words, codes
+
+    def among(self, wanted: list[str] | tuple[str, ...]) -> np.ndarray:
+        table = np.fromiter((w in wanted for w in self.words), dtype=bool, count=len(self.words))
+        return table[self.codes] if len(table) else np.zeros(len(self.codes), dtype=bool)
+
+    def is_(self, word: str) -> np.ndarray:
+        return self.among((word,))
+
+
 def _bub(
-    kind: np.ndarray, name: np.ndarray, readable: np.ndarray, flags: np.ndarray, carry: int, line_format: str
+    kind: _Words, name: _Words, readable: np.ndarray, flags: np.ndarray, carry: int, line_format: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    event = readable & (kind == "event")
-    loop, command = event & (name == "loop.start"), event & (name == "command")
-    timed = readable & ((flags & ANCHOR) == 0) & (kind != "anchor") & (kind != "system")
-    timed &= ~(event & np.isin(name, BUB_BETWEEN))
+    event = readable & kind.is_("event")
+    loop, command = event & name.is_("loop.start"), event & name.is_("command")
+    timed = readable & ((flags & ANCHOR) == 0) & ~kind.is_("anchor") & ~kind.is_("system")
+    timed &= ~(event & name.among(BUB_BETWEEN))
     opens = loop | command
     # In 0.5.1 a user's message opens a turn unless the loop's start just did (0.2 wrote no loop
     # start: each step's message opens one). The next format writes it after the tools ran.
-    user = readable & (kind == "message") & (name == "user")
+    user = readable & kind.is_("message") & name.is_("user")
     if line_format == NEXT_FORMAT:
         user[:] = False
     rows = np.flatnonzero(opens | user)
@@ -142,16 +156,14 @@ def _bub(
     return opens, timed, carry
 
 
-def _chat(
-    kind: np.ndarray, name: np.ndarray, readable: np.ndarray, carry: int
-) -> tuple[np.ndarray, np.ndarray, int]:
+def _chat(kind: _Words, name: _Words, readable: np.ndarray, carry: int) -> tuple[np.ndarray, np.ndarray, int]:
     """nanobot's and araliya's turns: a user's message opens one, and so does whatever follows an
     answer (`carry` 1: the batch before ended in one)."""
-    timed = readable & (kind != "metadata")
-    message = timed & (kind == "message")
-    answer, user = message & (name == "assistant"), message & (name == "user")
+    timed = readable & ~kind.is_("metadata")
+    message = timed & kind.is_("message")
+    answer, user = message & name.is_("assistant"), message & name.is_("user")
     rows = np.flatnonzero(timed)
-    after = np.zeros(len(kind), dtype=bool)
+    after = np.zeros(len(readable), dtype=bool)
     if len(rows):
         after[rows] = np.concatenate([[carry == 1], answer[rows][:-1]])
         carry = int(answer[rows][-1])
