@@ -138,7 +138,7 @@ def analyze() -> None:
     quote = connection.ops.quote_name
     chunk_columns = ("tape", "first_pos", "last_pos", "count")
     anchor_columns = ("tape", "pos", "phase", "phase_index", "name")
-    turn_columns = ("tape", "number", "started_at", "ended_at")
+    turn_columns = ("tape", "number", "started_us", "ended_us")
     with connection.cursor() as cursor:
         for model, names in ((EntryChunk, chunk_columns), (Anchor, anchor_columns), (Turn, turn_columns)):
             columns = ", ".join(_column(model, name) for name in names)
@@ -219,32 +219,23 @@ def update_phases(tape_id: int, rows: list[AnchorRow], fields: tuple[str, ...]) 
         cursor.executemany(f"UPDATE {table} SET {sets} WHERE {keys}", values)
 
 
-TURN_FIELDS = ("number", "first_pos", "started_at", "ended_at", "carry")
-TURN_TYPES = ("bigint", "integer", "integer", "timestamptz", "timestamptz", "smallint")
+TURN_FIELDS = ("number", "first_pos", "started_us", "ended_us", "carry")
+TURN_TYPES = ("bigint", "integer", "integer", "bigint", "bigint", "smallint")
 
 
-def insert_turns(tape_id: int, rows: list[tuple[int, int, datetime | None, datetime | None, int]]) -> None:
+def insert_turns(tape_id: int, rows: list[tuple[int, int, int | None, int | None, int]]) -> None:
     """A batch's new turn rows (TURN_FIELDS), as insert_anchors writes anchors."""
-    when = _db_datetime()
-    values = [
-        (tape_id, n, first, None if a is None else when(a), None if b is None else when(b), carry)
-        for n, first, a, b, carry in rows
-    ]
-    insert_rows(Turn, ("tape", *TURN_FIELDS), values, TURN_TYPES)
+    insert_rows(Turn, ("tape", *TURN_FIELDS), [(tape_id, *row) for row in rows], TURN_TYPES)
 
 
-def update_turns(tape_id: int, rows: list[tuple[int, int, datetime | None, datetime | None, int]]) -> None:
+def update_turns(tape_id: int, rows: list[tuple[int, int, int | None, int | None, int]]) -> None:
     """Stored turns (TURN_FIELDS) that went on in a batch: their times and carry, one executemany."""
     if not rows:
         return
-    when = _db_datetime()
     table = connection.ops.quote_name(Turn._meta.db_table)
     sets = ", ".join(f"{_column(Turn, name)} = %s" for name in TURN_FIELDS[2:])
     keys = f"{_column(Turn, 'tape')} = %s AND {_column(Turn, 'number')} = %s"
-    values = [
-        (None if a is None else when(a), None if b is None else when(b), carry, tape_id, n)
-        for n, _, a, b, carry in rows
-    ]
+    values = [(start, end, carry, tape_id, n) for n, _, start, end, carry in rows]
     with connection.cursor() as cursor:
         cursor.executemany(f"UPDATE {table} SET {sets} WHERE {keys}", values)
 

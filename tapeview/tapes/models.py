@@ -250,8 +250,10 @@ class Turn(models.Model):
     tape = models.ForeignKey(Tape, on_delete=models.CASCADE, related_name="turn_rows", db_index=False)
     number = models.IntegerField()  # 1, 2, ... in file order
     first_pos = models.IntegerField()
-    started_at = models.DateTimeField(null=True)
-    ended_at = models.DateTimeField(null=True)  # null: no dated entry of its own yet
+    # Microseconds since the epoch (UTC), as the packed entries keep their dates: thousands of turns a
+    # tape are written as plain integers. ended_us null: no dated entry of its own yet.
+    started_us = models.BigIntegerField(null=True)
+    ended_us = models.BigIntegerField(null=True)
     # What the tally needs of the rows before the next batch (turn_tally.TurnTally): the tape's last
     # turn can go on in the next append.
     carry = models.SmallIntegerField(default=0)

@@ -103,9 +103,9 @@ def overview(tapes: QuerySet[Tape]) -> Overview:
         ),
         turn_length=_spread(
             Turn.objects.filter(
-                tape__in=tapes.values("id"), started_at__isnull=False, ended_at__isnull=False
+                tape__in=tapes.values("id"), started_us__isnull=False, ended_us__isnull=False
             ),
-            F("ended_at") - F("started_at"),
+            F("ended_us") - F("started_us"),  # microseconds: _spread reads a number as those
         ),
     )
 

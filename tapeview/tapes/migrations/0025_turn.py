@@ -26,8 +26,8 @@ class Migration(migrations.Migration):
                 ),
                 ("number", models.IntegerField()),
                 ("first_pos", models.IntegerField()),
-                ("started_at", models.DateTimeField(null=True)),
-                ("ended_at", models.DateTimeField(null=True)),
+                ("started_us", models.BigIntegerField(null=True)),
+                ("ended_us", models.BigIntegerField(null=True)),
                 ("carry", models.SmallIntegerField(default=0)),
                 (
                     "tape",
