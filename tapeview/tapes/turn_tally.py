@@ -10,7 +10,8 @@ as near as those tell the turns `tapes.turns` reads from the entries:
   system prompt), so an operator's handoff an hour later lengthens no turn.
 - nanobot and araliya: a turn opens at a user's message, or at whatever follows an answer (a
   message the agent sent of its own); nanobot's metadata record is stamped when the file is saved,
-  and gives no turn a time.
+  and gives no turn a time. A summary checkpoint nanobot writes in the user's place is a user's row
+  to the index (its `aside` is in the file only): it opens a turn here, where the turns page goes on.
 - yachiyo: a turn is a run (its anchor row) and its events; the session's messages repeat the runs.
 
 A turn's start is the earliest time of its opener and its entries, its end the latest of its

@@ -43,6 +43,23 @@ def bub_runs(path: Path) -> list[float]:
     return [(max(r) - r[0]).total_seconds() for r in runs if len(r) > 1]
 
 
+def bub_steps(path: Path) -> list[float]:
+    """Bub 0.2, which wrote no loop start: each step from its user's message to its last line before
+    the next step starts, anchors, handoffs and commands left out."""
+    steps: list[list[datetime]] = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        name = entry["payload"].get("name") if entry["kind"] == "event" else None
+        if entry["kind"] == "message" and entry["payload"].get("role") == "user":
+            steps.append([])
+        if name == "loop.step.start" and steps:
+            steps.append(None)  # type: ignore[arg-type]  # the next step's bookkeeping: no step's
+        if steps and steps[-1] is not None and entry["kind"] not in ("anchor", "system"):
+            if name not in ("handoff", "command", "loop.step.start"):
+                steps[-1].append(datetime.fromtimestamp(entry["timestamp"], UTC))  # 0.2: seconds
+    return [(max(s) - min(s)).total_seconds() for s in steps if s]
+
+
 def bub_next_runs(path: Path) -> list[float]:
     """Bub's next format: from each `loop.start` (or a comma command) to the end of the agent's
     invocation that follows (completed or failed)."""
@@ -134,6 +151,7 @@ def index_source(settings, spec: str) -> None:
 SAMPLES = {
     # family: (the file, the folder copied, the source, its kind's rule)
     "bub": ("bub/session_realistic.jsonl", "tapes", "bub:{root}", bub_runs),
+    "bub 0.2": ("bub/legacy_v0.2.3_session_timestamp.jsonl", "tapes", "bub:{root}", bub_steps),
     "bub-next": ("bub-next/session_realistic.jsonl", "tapes", "bub:{root}", bub_next_runs),
     "nanobot": (NANOBOT, None, "nanobot:{root}/nanobot/current", nanobot_turns),
     "araliya": (ARALIYA, None, "araliya:{root}/araliya", araliya_exchanges),
