@@ -47,17 +47,18 @@ def bub_steps(path: Path) -> list[float]:
     """Bub 0.2, which wrote no loop start: each step from its user's message to its last line before
     the next step starts, anchors, handoffs and commands left out."""
     steps: list[list[datetime]] = []
+    step_over = True  # before the first user's message, or in the next step's bookkeeping
     for line in path.read_text().splitlines():
         entry = json.loads(line)
         name = entry["payload"].get("name") if entry["kind"] == "event" else None
         if entry["kind"] == "message" and entry["payload"].get("role") == "user":
             steps.append([])
-        if name == "loop.step.start" and steps:
-            steps.append(None)  # type: ignore[arg-type]  # the next step's bookkeeping: no step's
-        if steps and steps[-1] is not None and entry["kind"] not in ("anchor", "system"):
-            if name not in ("handoff", "command", "loop.step.start"):
-                steps[-1].append(datetime.fromtimestamp(entry["timestamp"], UTC))  # 0.2: seconds
-    return [(max(s) - min(s)).total_seconds() for s in steps if s]
+            step_over = False
+        step_over = step_over or name == "loop.step.start"
+        counted = entry["kind"] not in ("anchor", "system") and name not in ("handoff", "command")
+        if not step_over and counted:
+            steps[-1].append(datetime.fromtimestamp(entry["timestamp"], UTC))  # 0.2: seconds
+    return [(max(s) - min(s)).total_seconds() for s in steps]
 
 
 def bub_next_runs(path: Path) -> list[float]:
