@@ -10,7 +10,7 @@ PG_PASS = $(BIN)/python .ci/postgres_server.py -- $(BIN)/python -m pytest -m "no
 
 .PHONY: run test test-sqlite test-postgres sanitize setup link system screenshots lint format bench load clean
 
-$(BIN)/tapeview: pyproject.toml setup.py tapeview/tapes/_lane.c tapeview/tapes/lane_next.h tapeview/search/_text.c tapeview/sources/bub_dates.h
+$(BIN)/tapeview: pyproject.toml tapeview/tapes/_lane.c tapeview/tapes/lane_next.h tapeview/search/_text.c tapeview/sources/bub_dates.h
 	PY=$(PY) .ci/system-packages build
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
