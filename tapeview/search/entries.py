@@ -8,20 +8,14 @@ its text; an unreadable line's text is its problem and preview.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
+from tapeview.sources import json_head
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, SCAN_PARSE_LIMIT
 
 from .text import HEAD, LIMIT, SKIP_KEYS, TAIL, is_blob, payload_text
 
 LONG_LINE_LIMIT = DISPLAY_PREVIEW_BYTES  # characters of a long line's head text: all the reader keeps
-# A JSON string in the head of a line: its body (escapes whole), whether it is closed, whether it is
-# a key. The head is cut anywhere, so the last string may be open.
-_STRING = re.compile(r'"((?:[^"\\]|\\.)*+)(")?(\s*:)?', re.S)
-_OPEN_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # What part of an entry is searchable, in plain words: on the search page and in the API's docs.
@@ -50,31 +44,16 @@ def long_line_text(head: str, raw: str) -> str:
     string values in it, in order (not its keys, nor the values of text.SKIP_KEYS, nor blobs),
     at most LONG_LINE_LIMIT characters."""
     out, size, skip = [head], len(head), False
-    for m in _STRING.finditer(raw):
-        body, closed, key = m.groups()
-        if key and closed:
-            skip = _decoded(body) in SKIP_KEYS
+    for value, key in json_head.strings(raw):
+        if key:
+            skip = value in SKIP_KEYS
             continue
         if skip:
             skip = False
             continue
-        value = _decoded(body)
         if value and not is_blob(value):
             out.append(value)
             size += len(value) + 1
             if size >= LONG_LINE_LIMIT:
                 break
     return "\n".join(out)[:LONG_LINE_LIMIT]
-
-
-def _decoded(body: str) -> str:
-    """A JSON string's text; one cut inside an escape loses that escape; lone surrogates become U+FFFD
-    (as sources.python_json reads them)."""
-    try:
-        text = json.loads(f'"{body}"')
-    except ValueError:
-        try:
-            text = json.loads(f'"{_OPEN_ESCAPE.sub("", body)}"')
-        except ValueError:
-            text = body
-    return _SURROGATE.sub("\ufffd", text)

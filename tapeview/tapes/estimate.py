@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tapeview.sources import Entry, reader
+from tapeview.sources import Entry, json_head, reader
 from tapeview.sources.bub_lines import DISPLAY_PARSE_LIMIT
 from tapeview.sources.model import DISPLAY_PREVIEW_BYTES, ContextMessage, content_text, json_text
 from tapeview.sources.raw_bytes import open_file
@@ -77,7 +77,7 @@ class Estimate:
                 left -= len(head)
                 # Counted as sent (escapes read), per byte of the line as written; at most a token
                 # every CHARS_PER_TOKEN bytes, so a dense head cannot price the line past its size.
-                tokens = tokenizer.count(_unescaped(head), self.encoding)
+                tokens = tokenizer.count(json_head.unescape(head), self.encoding)
                 rate = [rate[0] + tokens, rate[1] + len(head.encode())]
                 priced = min(_by_rate(e.length, tokens, len(head.encode())), e.length // CHARS_PER_TOKEN)
                 counted.append((e.pos, priced + MESSAGE_OVERHEAD))
@@ -184,20 +184,3 @@ def _text(m: ContextMessage) -> str:
 def _arguments(value: object) -> str:
     # Not repr(): a readable line may nest a thousand levels deep, past what repr follows.
     return value if isinstance(value, str) else json_text(value) if value else ""
-
-
-def _unescaped(head: str) -> str:
-    """A raw JSON line's head with its string escapes read (`\\u4e2d` is one character, as the
-    model is sent it): the sample a big line's tokens per byte are counted on."""
-    return _ESCAPE.sub(_unescape, head)
-
-
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.S)
-_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
-
-
-def _unescape(m: re.Match) -> str:
-    if m.group(1):
-        code = int(m.group(1), 16)
-        return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)  # half a pair: one character
-    return _SIMPLE.get(m.group(2), m.group(2))
