@@ -1,4 +1,5 @@
-// Keys on every page ("/" search, "?" help) and the busy state said to screen readers.
+// Keys on every page ("/" search, "?" help), the busy state said to screen readers, and live polling
+// held while the tab is hidden.
 // Loaded by base.html with defer: the DOM is there when this runs.
 (function () {
   "use strict";
@@ -97,5 +98,39 @@
     if (isPoll(event.detail)) return;
     asked = Math.max(0, asked - 1);
     if (asked === 0) say("");
+  });
+
+  // Live polling ([data-live]: the session index's rows, the timeline's live end) is held while the tab
+  // is hidden: nobody looks. Not htmx's own trigger filter ("every 2s [cond]"): htmx compiles it with
+  // Function(), which the CSP (script-src 'self', settings.py) refuses, and the poll would go on.
+  // data-live names the poller's badge: it says data-paused-text while hidden, data-live-text again
+  // when shown, and counts the polls held in data-skipped. Shown again, the poller is sent
+  // "visible-again" (the rows listen to it and update at once).
+  function liveBadge(poller) {
+    var badge = document.getElementById(poller.dataset.live);
+    // A stopped badge (the timeline's file was replaced) says so, and nothing follows any more.
+    return badge && !badge.classList.contains("stopped") ? badge : null;
+  }
+  function showLive(badge, paused) {
+    badge.classList.toggle("paused", paused);
+    badge.textContent = paused ? badge.dataset.pausedText : badge.dataset.liveText;
+  }
+  document.addEventListener("htmx:confirm", function (event) {
+    var poller = event.detail.elt;
+    if (!(poller instanceof Element) || !poller.hasAttribute("data-live")) return;
+    if (document.visibilityState !== "hidden") return;
+    event.preventDefault();
+    var badge = liveBadge(poller);
+    if (!badge) return;
+    badge.dataset.skipped = String(Number(badge.dataset.skipped || 0) + 1);
+    showLive(badge, true);
+  });
+  document.addEventListener("visibilitychange", function () {
+    var hidden = document.visibilityState === "hidden";
+    Array.prototype.forEach.call(document.querySelectorAll("[data-live]"), function (poller) {
+      var badge = liveBadge(poller);
+      if (badge) showLive(badge, hidden);
+      if (!hidden) poller.dispatchEvent(new CustomEvent("visible-again"));
+    });
   });
 })();

@@ -1,7 +1,8 @@
 // The timeline of one tape, read at speed: kinds hidden or shown and a compact mode (remembered
 // in localStorage, applied as classes on <html> so that hiding is CSS only), the live end of the
-// last page (polled by htmx, paused while the tab is hidden, kept at the bottom for a reader who
-// is there), keys (j/k, n/p, e, and `?` through base's help event), and "copy link" on entries.
+// last page (polled by htmx, held by app.js while the tab is hidden, kept at the bottom for a
+// reader who is there), keys (j/k, n/p, e, and `?` through base's help event), and "copy link"
+// on entries.
 // Loaded in <head> without `defer`: the remembered classes are on <html> before the page is drawn.
 (function () {
   "use strict";
@@ -303,13 +304,6 @@
     return el instanceof Element && el.classList.contains("live-edge");
   }
 
-  function onBeforeRequest(event) {
-    if (!isEdge(event.detail.elt) || document.visibilityState !== "hidden") return;
-    event.preventDefault(); // no polling while nobody looks
-    const badge = document.getElementById("live-badge");
-    if (badge) badge.dataset.skipped = String(Number(badge.dataset.skipped || 0) + 1);
-  }
-
   function onBeforeSwap(event) {
     // A 204 (the file unchanged) swaps nothing.
     if (isEdge(event.detail.target)) pinned = event.detail.shouldSwap && atBottom();
@@ -335,19 +329,9 @@
     }
   }
 
-  function onVisibility() {
-    const badge = document.getElementById("live-badge");
-    if (!badge || badge.classList.contains("stopped")) return; // the file was replaced: no more following
-    const away = document.visibilityState === "hidden";
-    badge.classList.toggle("paused", away);
-    badge.textContent = away ? "❚❚ paused" : "● live";
-  }
-
   document.addEventListener("keydown", onKey);
   document.addEventListener("tapeview:help", onHelp);
   document.addEventListener("click", onClick);
-  document.addEventListener("visibilitychange", onVisibility);
-  document.addEventListener("htmx:beforeRequest", onBeforeRequest);
   document.addEventListener("htmx:beforeSwap", onBeforeSwap);
   document.addEventListener("htmx:afterSwap", onAfterSwap);
   window.addEventListener("hashchange", revealHash);

@@ -182,7 +182,9 @@ def test_the_rows_stop_polling_while_the_tab_is_hidden(
     polls: list[str] = []
     page.on("request", lambda r: polls.append(r.url) if r.headers.get("hx-request") else None)
     shutil.copy(bub_samples / "fork_merged.jsonl", bub_samples / "written_while_hidden.jsonl")
-    expect(page.locator("#live")).to_have_text("paused", timeout=10_000)  # a poll came due and was held
+    expect(page.locator("#live")).to_have_text("paused")
+    # A poll came due and was held.
+    page.wait_for_function("() => Number(document.getElementById('live').dataset.skipped) >= 1", timeout=10_000)
     assert polls == []
     expect(page.get_by_role("link", name="written_while_hidden")).to_have_count(0)
 
