@@ -12,7 +12,7 @@ import orjson
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.template.defaultfilters import slugify, truncatechars
-from django.utils.html import escape, format_html
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
 
@@ -33,9 +33,6 @@ def format_note(tape: Any) -> str:
 
 PREVIEW_CHARS = 3000
 SHOWN_DEPTH = 100  # levels of a payload shown on a page (orjson writes 255 at most; json.dumps recurses)
-COPY_LINK = (
-    '<a class="copy-link" href="{}" title="Copy a link that opens the timeline at this entry">copy link</a>'
-)
 # As memory_admin's Markdown: raw HTML in an agent's message is shown as text, never rendered,
 # and no image is fetched because a message names it (it stays a link). A chat message's line
 # breaks are meant: kept.
@@ -200,7 +197,6 @@ def entry_card(context: template.Context, item: Any, entry: Any) -> dict:
     card["classes"] = " ".join(classes)
     card["pos_href"] = card["full"] if entry.readable or entry.truncated else f"#e{pos}"
     card["gist"] = _gist(item, entry)
-    card["header"] = _header(card, entry, context.get("only"))
     card["result_full"] = f"{urls['entry']}{(item.result_pos if item else None) or pos}/"
     if not entry.readable or entry.truncated:
         return card
@@ -269,27 +265,6 @@ def _gist(item: Any, entry: Any) -> str:
     if kind == "event":
         return _truncated(pretty(event_body(payload)), 120)
     return ""
-
-
-def _header(card: dict, entry: Any, only: Any) -> str:
-    """The header line of an entry's card, drawn here rather than by a dozen template nodes a card."""
-    parts = [f'<span class="pos"><a href="{escape(card["pos_href"])}">#{entry.pos}</a></span>']
-    if entry.readable:
-        name = f' <span class="name">{escape(entry.name)}</span>' if entry.name else ""
-        parts.append(f'<span class="kind">{escape(entry.kind)}</span>{name}')
-    if not entry.context:
-        parts.append('<span class="badge" title="never shown to the model">operational</span>')
-    parts += [
-        f'<span class="badge flag-{escape(slug)}">{escape(flag)}</span>' for slug, flag in card["flags"]
-    ]
-    if entry.id is not None:
-        parts.append(f'<span class="id">id {escape(entry.id)}</span>')
-    parts.append(f'<span class="date">{card["date"]}</span>')
-    if only:
-        parts.append(f'<a class="in-timeline" href="{escape(card["link"])}">in the timeline</a>')
-    parts.append(f'<span class="gist" hidden>{escape(card["gist"])}</span>')
-    parts.append(COPY_LINK.format(escape(card["link"])))
-    return mark_safe("<header>\n    " + "\n    ".join(parts) + "\n  </header>")
 
 
 def _truncated(value: Any, length: int) -> str:
