@@ -102,6 +102,8 @@ TAPEVIEW_SEARCH_SLICE_SECONDS = env_float("TAPEVIEW_SEARCH_SLICE_SECONDS", 60)
 # PostgreSQL: a search pass's batch of this many docs or more is searchable before its GIN entries
 # are made, which follow when the indexer is idle (search.fresh).
 TAPEVIEW_SEARCH_FRESH_DOCS = int(env_float("TAPEVIEW_SEARCH_FRESH_DOCS", 2_000, low=1, whole=True))
+# Seconds an exact count of a search's matches (?count=exact) may take; past them it says "at least".
+TAPEVIEW_SEARCH_COUNT_SECONDS = env_float("TAPEVIEW_SEARCH_COUNT_SECONDS", 3)
 
 
 def env_windows(name: str) -> dict[str, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
@@ -16,6 +17,7 @@ from tapeview.tapes.api.schemas import TEXT, PageIn, responses
 from . import catchup, engine
 from .entries import SEARCHABLE
 
+COUNT_SECONDS = f"{settings.TAPEVIEW_SEARCH_COUNT_SECONDS:g}"
 HIGHLIGHTS = "where the matches are in `snippet`: [start, end) offsets in characters (code points)"
 
 
@@ -42,9 +44,15 @@ class HitPageOut(Schema):
     items: list[HitOut]
     next_cursor: str | None
     total: int = Field(
-        description=f"matching entries (before folding copies), counted up to {engine.COUNT_LIMIT}"
+        description=f"matching entries (before folding copies), counted up to {engine.COUNT_LIMIT}; with "
+        f"`count=exact`, all of them where counting takes at most {COUNT_SECONDS} s"
     )
-    total_capped: bool = Field(description="more entries match than `total`")
+    total_capped: bool = Field(
+        description="more entries match than `total`: past the limit, or (with `total_exact` false "
+        "after `count=exact`) past the time an exact count may take, when `total` means at least that many"
+    )
+    total_exact: bool = Field(description="`total` is every matching entry")
+    total_note: str = Field(description="what `total` counts, and why grep over the files finds more lines")
 
 
 class SearchFilters(PageIn):
@@ -70,6 +78,11 @@ class SearchFilters(PageIn):
         'it keeps, e.g. `kind == "bub" and errors > 0`; one that does not parse is a 400 saying where',
     )
     order: Literal["relevance", "time"] = "relevance"
+    count: Literal["capped", "exact"] = Field(
+        "capped",
+        description=f"`exact` counts every matching entry, for at most {COUNT_SECONDS} s "
+        "(TAPEVIEW_SEARCH_COUNT_SECONDS); past that `total` is the capped count and `total_capped` true",
+    )
 
 
 class MemoryHitOut(Schema):
@@ -130,7 +143,7 @@ def hit_page(filters: SearchFilters) -> dict:
         "kept": kept,
     }
     hits = engine.search(filters.q, **found, order=filters.order, limit=filters.limit + 1, offset=start)
-    count = engine.count(filters.q, **found)
+    count = engine.count(filters.q, exact=filters.count == "exact", **found)
     items = [
         {
             "tape_id": h.tape_key,
@@ -155,6 +168,8 @@ def hit_page(filters: SearchFilters) -> dict:
         "next_cursor": encode({"o": start + filters.limit}) if more else None,
         "total": count.total,
         "total_capped": count.capped,
+        "total_exact": not count.capped,
+        "total_note": engine.COUNT_NOTE,
     }
 
 

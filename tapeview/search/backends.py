@@ -7,17 +7,20 @@ as the page asked for needs), so a word found in millions of docs costs what a r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 
 from . import fresh, fresh_search, slices, windows, writes
 from .docs import COLUMNS, Found, Where, fetch, order_sql, ranked
 from .pg_writes import PostgreSQLWrites
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
+ALL = 1 << 62  # a limit no count reaches
+PROGRESS_STEPS = 1000  # SQLite VM instructions between two looks at a count's deadline
 CANDIDATES = 2000  # the newest matches ranked (by bm25 or ts_rank, or by date)
 SNIPPET_WORDS = 24
 ELLIPSIS = "…"
@@ -97,9 +100,9 @@ class SQLite:
         any_of = [" OR ".join(alternatives) for alternatives in where.tags]
         return " AND ".join([f"body : ({words})", *(f"tags : ({x})" for x in any_of)])
 
-    def _matching(self, match: str, where: Where, limit: int, *, score: bool) -> tuple[str, list]:
+    def _matching(self, match: str, where: Where, limit: int | None, *, score: bool) -> tuple[str, list]:
         """The newest `limit` matching docs: the index walked from its highest rowid down, the other
-        columns read only where a condition needs them."""
+        columns read only where a condition needs them; every one of them, in no order, for None."""
         rank = ", -bm25(search_doc, 1.0, 0.0) AS score" if score else ""
         joined = "JOIN search_meta ON search_meta.id = search_doc.rowid" if where.conditions else ""
         rank += f", {COLUMNS}" if joined and score else ""  # read here, not looked up again by find
@@ -107,10 +110,12 @@ class SQLite:
         tapes, tape_ids = where.tapes_sql("search_doc.rowid", placeholders=True, redundant=True)
         sql = (
             f"SELECT search_doc.rowid AS id{rank} FROM search_doc {joined} "
-            f"WHERE search_doc MATCH %s AND search_doc.rowid BETWEEN %s AND %s AND {tapes} AND {where.sql} "
-            "ORDER BY search_doc.rowid DESC LIMIT %s"
+            f"WHERE search_doc MATCH %s AND search_doc.rowid BETWEEN %s AND %s AND {tapes} AND {where.sql}"
         )
-        return sql, [match, where.first, where.last, *tape_ids, *where.params, limit]
+        params = [match, where.first, where.last, *tape_ids, *where.params]
+        if limit is None:
+            return sql, params
+        return f"{sql} ORDER BY search_doc.rowid DESC LIMIT %s", [*params, limit]
 
     def find(self, q: str, where: Where, order: str, limit: int, offset: int) -> list[Found]:
         match = self._match(q, where)
@@ -121,13 +126,32 @@ class SQLite:
         sql = f"SELECT id, {COLUMNS}, score FROM ({inner}) {meta} ORDER BY {order_sql(order)}"
         return [Found(*row) for row in fetch(f"{sql} LIMIT %s OFFSET %s", [*params, limit, offset])]
 
-    def count(self, q: str, where: Where, limit: int) -> int:
-        """How many docs match, counted up to `limit`."""
+    def count(self, q: str, where: Where, limit: int | None) -> int:
+        """How many docs match, counted up to `limit` (None: all of them)."""
         match = self._match(q, where)
         if not match:
             return 0
         inner, params = self._matching(match, where, limit, score=False)
         return fetch(f"SELECT COUNT(*) FROM ({inner})", params)[0][0]
+
+    def count_within(self, q: str, where: Where, seconds: float) -> int | None:
+        """How many docs match, all of them, or None where counting takes more than `seconds`."""
+        if seconds <= 0:
+            return None
+        # SQLite calls the handler every PROGRESS_STEPS instructions of its VM; a true result
+        # interrupts the statement, which then raises "interrupted".
+        deadline = time.monotonic() + seconds
+        connection.ensure_connection()
+        raw = connection.connection
+        raw.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
+        try:
+            return self.count(q, where, None)
+        except OperationalError as exc:
+            if "interrupted" not in str(exc):
+                raise
+            return None
+        finally:
+            raw.set_progress_handler(None, PROGRESS_STEPS)
 
     def snippets(self, q: str, ids: list[int]) -> dict[int, str]:
         """The marked snippets of these matching docs: made for the hits shown, never the whole window."""
@@ -267,18 +291,57 @@ class PostgreSQL(PostgreSQLWrites):
             found = ranked(found, order)
         return found[offset : offset + limit]
 
-    def count(self, q: str, where: Where, limit: int) -> int:
-        """How many docs match, counted up to `limit` (the fresh ones too, in the same snapshot)."""
+    def count(self, q: str, where: Where, limit: int | None) -> int:
+        """How many docs match, counted up to `limit` (None: all of them; the fresh ones too, in the
+        same snapshot)."""
         query = self._query(q, where)
         if not query:
             return 0
-        inner, params = self._matching(query, where, limit)
+        inner, params = self._counted(query, where, limit)
         pending = fresh.pending()
         with fresh_search.snapshot() if pending else nullcontext():
             counted = fetch(f"SELECT COUNT(*) FROM ({inner}) AS found", params)[0][0]
-            if counted < limit and pending:
-                counted += fresh_search.counted(q, query, where, limit - counted)
+            if pending and (limit is None or counted < limit):
+                left = ALL if limit is None else limit - counted
+                counted += fresh_search.counted(q, query, where, left)
         return counted
+
+    def _counted(self, query: str, where: Where, limit: int | None) -> tuple[str, list]:
+        """The matching docs a count reads: their ids alone, the newest `limit` of them, or all."""
+        tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
+        within, bounds = where.ids_sql("id")
+        sql = (
+            f"SELECT id FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
+            f"AND {within} AND {tapes} AND {where.sql}"
+        )
+        params = [query, *bounds, *tape_ids, *where.params]
+        if limit is None:
+            return sql, params
+        return f"{sql} ORDER BY id DESC LIMIT %s", [*params, limit]
+
+    def count_within(self, q: str, where: Where, seconds: float) -> int | None:
+        """How many docs match, all of them, or None where counting takes more than `seconds`."""
+        if seconds <= 0:
+            return None
+        outer = connection.in_atomic_block
+        try:
+            # A savepoint of its own: a cancelled statement leaves the caller's transaction usable.
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
+                    [f"{max(1, round(seconds * 1000))}ms"],
+                )
+                before = cursor.fetchone()[0]
+                counted = self.count(q, where, None)
+                if outer:  # SET LOCAL lasts until the end of the transaction: the caller's gets its own back
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+                return counted
+        except OperationalError as exc:
+            from psycopg.errors import QueryCanceled  # PostgreSQL's driver: installed where this engine runs
+
+            if not isinstance(exc.__cause__, QueryCanceled):
+                raise
+            return None
 
     def snippets(self, q: str, ids: list[int]) -> dict[int, str]:
         """The marked snippets of these matching docs: made for the hits shown, never the whole window."""

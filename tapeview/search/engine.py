@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
@@ -82,15 +83,33 @@ class MemoryHit:
         return reverse("memory_admin:store_detail", args=[self.store_key])
 
 
+# What a count is of, where it is shown: a grep of the files counts lines, and more of them.
+COUNT_NOTE = (
+    "Counted as entries, repeated system prompts counted once: Bub writes the whole system prompt "
+    "again for every model call, and a copy identical to the one before it is searched by its kind "
+    "alone, so grep finds many more lines than search counts entries."
+)
+
+
 @dataclass(frozen=True)
 class Count:
-    """How many entries match, counted up to COUNT_LIMIT."""
+    """How many entries match: counted up to COUNT_LIMIT, or all of them (`exact`) within the
+    time a count may take (settings.TAPEVIEW_SEARCH_COUNT_SECONDS). `capped`: more match than
+    `total`, as far as counting went."""
 
     total: int
     capped: bool = False
     by_tape: dict[str, Count] = field(default_factory=dict)  # of the tapes asked about
+    exact: bool = False  # all were asked for
+
+    @property
+    def timed_out(self) -> bool:
+        """Every match was asked for, and counting them took longer than it may."""
+        return self.exact and self.capped
 
     def __str__(self) -> str:
+        if self.timed_out:
+            return f"at least {self.total}"
         return f"{self.total}+" if self.capped else str(self.total)
 
 
@@ -204,18 +223,24 @@ def _hit(
     )
 
 
-def count(q: str, *, tapes: Iterable[str] = (), **filters: object) -> Count:
-    """How many tape entries match (the filters of `search`), and how many on each of `tapes`."""
+def count(q: str, *, tapes: Iterable[str] = (), exact: bool = False, **filters: object) -> Count:
+    """How many tape entries match (the filters of `search`), and how many on each of `tapes`; with
+    `exact`, the total counts every match where that takes at most TAPEVIEW_SEARCH_COUNT_SECONDS (past
+    that, it is the capped count, `timed_out`). The counts of `tapes` stay capped."""
     backend = backends.current()
     where = tape_where(**filters) if backend is not None else None
     if backend is None or where is None:
-        return Count(0)
+        return Count(0, exact=exact)
     by_tape = {}
     for key, tape_id in Tape.objects.filter(key__in=list(tapes)).values_list("key", "pk"):
         one = where.narrowed(*tape_span(tape_id))
         by_tape[key] = _capped(backend.count(q, one, COUNT_LIMIT + 1))
+    # The capped count first: it is cheap, and the most an exact count that ran out of time can say.
     total = _capped(backend.count(q, where, COUNT_LIMIT + 1))
-    return Count(total.total, total.capped, by_tape)
+    if exact and total.capped:
+        counted = backend.count_within(q, where, settings.TAPEVIEW_SEARCH_COUNT_SECONDS)
+        total = total if counted is None else Count(counted)
+    return Count(total.total, total.capped, by_tape, exact)
 
 
 def _capped(n: int) -> Count:

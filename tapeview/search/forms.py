@@ -31,6 +31,7 @@ class SearchForm(forms.Form):
     tab = forms.ChoiceField(choices=[(t, t) for t in TABS], required=False)
     order = forms.ChoiceField(choices=[(o, o) for o in ORDERS], required=False)
     page = forms.IntegerField(required=False, min_value=1, max_value=1000)
+    count = forms.ChoiceField(choices=[("capped", "capped"), ("exact", "exact")], required=False)
     # tapes
     source = forms.CharField(required=False, max_length=100)
     tape = forms.CharField(required=False, max_length=32)
@@ -81,6 +82,9 @@ class SearchForm(forms.Form):
 
     def offset(self, size: int) -> int:
         return ((self.cleaned_data.get("page") or 1) - 1) * size
+
+    def exact_count(self) -> bool:
+        return self.cleaned_data.get("count") == "exact"
 
     def current_order(self) -> str:
         return self.cleaned_data.get("order") or "relevance"

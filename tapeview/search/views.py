@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -28,7 +29,8 @@ def search(request: HttpRequest) -> HttpResponse:
 
     Template `search/search.html`, context: `hits` (a page of them, each with the entries that
     repeat it in `copies`), `sessions` (the same hits by tape, with each tape's `count` of matching
-    entries), `count` (of every matching entry), `behind` (entries indexed but not yet searchable),
+    entries), `count` (of every matching entry: capped, or all of them with `?count=exact`, for at
+    most `count_seconds`), `count_note` (what it counts), `behind` (entries indexed but not yet searchable),
     `waiting` (entries searchable, not yet in PostgreSQL's GIN index: see search.fresh) and
     `searchable` (what part of a long entry is searched, in plain words).
     htmx gets its partial `#results`, or `#search` (the filters with the results) when a change of
@@ -47,7 +49,9 @@ def search(request: HttpRequest) -> HttpResponse:
         else:
             hits = engine.search(q, **form.tape_filters(), **window)
             shown = {h.tape_key for h in hits[:PAGE_SIZE]}
-            count = engine.count(q, tapes=shown, **form.tape_filters()) if hits else engine.Count(0)
+            exact = form.exact_count()
+            found = engine.count(q, tapes=shown, exact=exact, **form.tape_filters()) if hits else None
+            count = found or engine.Count(0, exact=exact)
     page = (form.cleaned_data.get("page") or 1) if form.is_valid() else 1
     ctx = {
         "form": form,
@@ -56,6 +60,8 @@ def search(request: HttpRequest) -> HttpResponse:
         "sessions": _by_session(hits[:PAGE_SIZE], count) if count is not None else [],
         "count": count,
         "candidates": backends.CANDIDATES,
+        "count_note": engine.COUNT_NOTE,
+        "count_seconds": settings.TAPEVIEW_SEARCH_COUNT_SECONDS,
         "searchable": SEARCHABLE,
         "behind": catchup.lag(),
         "waiting": backend.waiting() if (backend := backends.current()) else 0,

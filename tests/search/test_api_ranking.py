@@ -29,7 +29,7 @@ def yachiyo(settings, tmp_path: Path) -> Tape:
 
 def test_a_search_answers_exactly_these_fields(reader, yachiyo) -> None:
     body = reader.get("/api/search", q="蓝色").json()
-    assert set(body) == {"items", "next_cursor", "total", "total_capped"}
+    assert set(body) == {"items", "next_cursor", "total", "total_capped", "total_exact", "total_note"}
     assert (body["total"], body["total_capped"], body["next_cursor"]) == (22, False, None)
     user = next(h for h in body["items"] if h["tape_id"] == yachiyo.key and h["pos"] == 1)
     assert user == {

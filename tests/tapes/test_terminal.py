@@ -143,7 +143,7 @@ def test_search_prints_tape_position_and_snippet_as_grep_does(site: Site) -> Non
 def test_search_json_is_the_apis_answer(site: Site) -> None:
     done = tapeview(site.env, "search", "README", "--kind", "tool_result", "--json")
     page = json.loads(done.stdout)
-    assert set(page) == {"items", "next_cursor", "total", "total_capped"}
+    assert set(page) == {"items", "next_cursor", "total", "total_capped", "total_exact", "total_note"}
     assert page["items"] and all(h["kind"] == "tool_result" for h in page["items"])
     assert {"tape_id", "tape_label", "pos", "snippet", "highlights", "date"} <= set(page["items"][0])
 
