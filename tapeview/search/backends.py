@@ -15,7 +15,7 @@ from typing import TypeVar
 from django.db import OperationalError, connection, transaction
 
 from . import fresh, fresh_search, slices, windows, writes
-from .docs import COLUMNS, Found, Where, fetch, order_sql, ranked
+from .docs import COLUMNS, SHIFT, Found, Where, fetch, order_sql, ranked, tape_span
 from .pg_writes import PostgreSQLWrites
 from .text import MARK, START, STOP, fts_body, fts_query, pg_query, terms
 
@@ -133,6 +133,11 @@ class SQLite:
             return 0
         inner, params = self._matching(match, where, limit, score=False)
         return fetch(f"SELECT COUNT(*) FROM ({inner})", params)[0][0]
+
+    def count_tapes(self, q: str, where: Where, sizes: dict[int, int], limit: int) -> dict[int, int]:
+        """How many docs of each of these tapes (id: its next position) match, each counted up to `limit`:
+        each tape's span is a range of FTS5's doclists."""
+        return {tape_id: self.count(q, where.narrowed(*tape_span(tape_id)), limit) for tape_id in sizes}
 
     def count_within(self, q: str, where: Where, seconds: float) -> int | None:
         """How many docs match, all of them, or None where counting takes more than `seconds`."""
@@ -307,17 +312,44 @@ class PostgreSQL(PostgreSQLWrites):
         return counted
 
     def _counted(self, query: str, where: Where, limit: int | None) -> tuple[str, list]:
-        """The matching docs a count reads: their ids alone, the newest `limit` of them, or all."""
+        """The matching docs a count reads: any `limit` of them, or all. In no order: the newest first
+        (as `_matching` finds them) read every match's row and sorted them all before the limit, where
+        the GIN index's bitmap read in the table's order stops at the limit (a word in 36,000 of 1.1M
+        docs: 40 -> 18 ms warm, 120 -> 28 ms from disk)."""
         tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
         within, bounds = where.ids_sql("id")
         sql = (
-            f"SELECT id FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
+            f"SELECT 1 FROM search_doc WHERE tsv @@ to_tsquery('simple', %s) "
             f"AND {within} AND {tapes} AND {where.sql}"
         )
         params = [query, *bounds, *tape_ids, *where.params]
         if limit is None:
             return sql, params
-        return f"{sql} ORDER BY id DESC LIMIT %s", [*params, limit]
+        return f"{sql} LIMIT %s", [*params, limit]
+
+    def count_tapes(self, q: str, where: Where, sizes: dict[int, int], limit: int) -> dict[int, int]:
+        """How many docs of each of these tapes (id: its next position) match, each counted up to `limit`.
+        The tapes with fewer positions than `limit` are counted in one statement, grouped by tape: each
+        tape's own count read the GIN index's matches of the whole table again (a common word on a page
+        of 23 tapes: 445 ms), one statement reads them once. A bigger tape is counted on its own, capped."""
+        query = self._query(q, where)
+        if not query:
+            return dict.fromkeys(sizes, 0)
+        small = [] if fresh.pending() else [tape_id for tape_id, size in sizes.items() if size < limit]
+        counted = dict.fromkeys(small, 0)
+        spans = [
+            (max(low, where.first), min(high, where.last))
+            for low, high in sorted((tape_span(tape_id) for tape_id in small), reverse=True)
+        ]
+        spans = [(low, high) for low, high in spans if low <= high]
+        if spans:
+            within = where.within(spans, small, spans[-1][0], spans[0][1])
+            inner, params = self._counted(query, within, None)
+            grouped = inner.replace("SELECT 1 FROM", f"SELECT id >> {SHIFT} AS tape FROM", 1)
+            counted.update(fetch(f"SELECT tape, count(*) FROM ({grouped}) AS found GROUP BY tape", params))
+        for tape_id in sizes.keys() - counted.keys():
+            counted[tape_id] = self.count(q, where.narrowed(*tape_span(tape_id)), limit)
+        return counted
 
     def count_within(self, q: str, where: Where, seconds: float) -> int | None:
         """How many docs match, all of them, or None where counting takes more than `seconds`."""

@@ -16,7 +16,7 @@ from tapeview.tapes.models import Tape
 
 from . import backends, copies
 from .docs import FIRST_ID, Found, Where
-from .feed import refresh_memory_if_stale, store_span, tape_span
+from .feed import refresh_memory_if_stale, store_span
 from .filters import tape_where
 from .snippets import Span, marked, marked_html
 from .text import terms
@@ -231,10 +231,9 @@ def count(q: str, *, tapes: Iterable[str] = (), exact: bool = False, **filters: 
     where = tape_where(**filters) if backend is not None else None
     if backend is None or where is None:
         return Count(0, exact=exact)
-    by_tape = {}
-    for key, tape_id in Tape.objects.filter(key__in=list(tapes)).values_list("key", "pk"):
-        one = where.narrowed(*tape_span(tape_id))
-        by_tape[key] = _capped(backend.count(q, one, COUNT_LIMIT + 1))
+    shown = Tape.objects.filter(key__in=list(tapes)).values_list("key", "pk", "next_pos")
+    counted = backend.count_tapes(q, where, {tape_id: size for _, tape_id, size in shown}, COUNT_LIMIT + 1)
+    by_tape = {key: _capped(counted[tape_id]) for key, tape_id, _ in shown}
     # The capped count first: it is cheap, and the most an exact count that ran out of time can say.
     total = _capped(backend.count(q, where, COUNT_LIMIT + 1))
     if exact and total.capped:

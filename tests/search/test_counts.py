@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 
 from tapeview.search import catchup, engine
+from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 
 pytestmark = pytest.mark.django_db
@@ -111,3 +112,25 @@ def test_a_bad_count_on_the_page_is_said_not_a_500(viewer_client, big) -> None:
     answer = viewer_client.get("/search/", {"q": "common", "count": "all"})
     assert answer.status_code == 200
     assert "Select a valid choice" in answer.content.decode()
+
+
+def test_each_session_counts_its_own_matching_entries(viewer_client, served, big, capped) -> None:
+    lines = [
+        json.dumps(
+            {
+                "id": n,
+                "kind": "message",
+                "payload": {"role": "user", "content": f"small {'common' if n % 2 else 'rare'} {n}"},
+                "meta": {},
+                "date": f"2026-02-0{n}T10:00:00+00:00",
+            }
+        )
+        for n in range(1, 8)
+    ]
+    (served["samples"] / "small.jsonl").write_text("\n".join(lines) + "\n")
+    discovery.sync()
+    small = Tape.objects.get(source="samples", name="small")
+    page = viewer_client.get("/search/", {"q": "common"}).content.decode()
+    counts = dict(re.findall(r'href="/tapes/(\w+)/">.*?<span class="count">([^<]*)</span>', page, re.S))
+    assert counts[small.key] == f"{lines_saying(small, 'common')} matching entries"
+    assert counts[big.key] == f"{capped}+ matching entries"
