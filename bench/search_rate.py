@@ -3,6 +3,7 @@
     python bench/search_rate.py [--scale S | --corpus DIR] [--keep DIR] [--runs N] [--only catchup|search]
     python bench/search_rate.py --real      # the catch-up alone, of the 200,000-entry real tape
     python .ci/postgres_server.py -- python bench/search_rate.py ...      # on PostgreSQL
+    python bench/search_rate.py --only common --db both   # a common word's search page, both databases
 
 The same rows as bench/scale.py's, measured the same way, without the rest of its table:
 
@@ -13,6 +14,11 @@ The same rows as bench/scale.py's, measured the same way, without the rest of it
   unfiltered and filtered by kind, date and source, against `grep -F -c -r TERM many big real`
   timed per term in the same run; each term's time is the median of --runs rounds, a round
   timing the term unfiltered and with each filter one after another (bench/scale.py search_times).
+
+With --only common: what the search page asks of the engine for each of COMMON (its first page of
+hits, then the total and each shown tape's count, capped), and the exact total (`?count=exact`),
+p50 of --runs, against `grep -F -c -r` of the term in the same run; `--db both` measures SQLite and
+then PostgreSQL (a throwaway server), each in a process of its own, and prints their ratio.
 
 With --real only the catch-up row is measured, of the corpus's real tape at its full size (200,000
 entries, as at scale 1) made alone in bench/out/catchup-real/, without the rest of the corpus.
@@ -49,7 +55,8 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, help="the corpus folder (default bench/out/corpus-<scale>)")
     parser.add_argument("--keep", type=Path, help="keep the searched database here between runs")
     parser.add_argument("--runs", type=int, default=3, help="calls per term timed (their median)")
-    parser.add_argument("--only", choices=("catchup", "search"))
+    parser.add_argument("--only", choices=("catchup", "search", "common"))
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), help="with --only common")
     parser.add_argument("--terms", action="store_true", help="print each term's times too")
     parser.add_argument("--real", action="store_true", help="the catch-up of the real tape only")
     parser.add_argument("--catchup-child", action="store_true", help=argparse.SUPPRESS)
@@ -67,6 +74,8 @@ def main() -> int:
         print_table(f"{db}, the real tape alone", manifest, [catchup_row(folder)])
         return 0
     manifest = corpus.ensure(folder, args.scale)
+    if args.only == "common":
+        return common(folder, manifest, args)
     rows = []
     if args.only != "search":
         rows.append(catchup_row(folder))
@@ -210,6 +219,77 @@ def _ensure_pg_database(url: str) -> None:
         name = parts.path.lstrip("/")
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
+
+
+COMMON = ("pytest", "rows")  # words of many entries, in many tapes: each page shows tapes' counts
+
+
+def common(folder: Path, manifest: dict, args: argparse.Namespace) -> int:
+    """A common word's search page on one database, or on both (`--db both`) in a process each."""
+    if args.db != "both":
+        searched_database(folder, args.keep)
+        times = common_times(args.runs)
+        print("COMMON " + json.dumps(times), flush=True)
+        return 0
+    found = {}
+    for db in ("sqlite", "postgres"):
+        own = [sys.executable, __file__, "--only", "common", "--db", db, "--corpus", str(folder)]
+        own += ["--scale", str(args.scale), "--runs", str(args.runs)]
+        env = {k: v for k, v in os.environ.items() if k not in ("TAPEVIEW_DATABASE_URL", "DATABASE_URL")}
+        if db == "postgres":
+            own = [sys.executable, str(HERE.parent / ".ci" / "postgres_server.py"), "--", *own]
+        done = subprocess.run(own, env=env, capture_output=True, text=True, check=False)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("COMMON ")]
+        if done.returncode or not lines:
+            sys.exit(f"the {db} child failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        found[db] = json.loads(lines[-1].removeprefix("COMMON "))
+    tapes = [str(folder / part) for part in ("many", "big", "real")]
+    grepped = {
+        term: timed(
+            lambda t=term: subprocess.run(["grep", "-F", "-c", "-r", t, *tapes], capture_output=True)
+        )[0]
+        for term in COMMON
+    }
+    size = f"corpus scale {manifest['scale']:g}, {manifest['bytes'] / 1e6:,.0f} MB"
+    print(f"\n### a common word's search page ({size})\n")
+    print("| term | | SQLite ms | PostgreSQL ms | PostgreSQL / SQLite | grep ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for term in COMMON:
+        for part in ("page", "hits", "counts", "exact"):
+            lite, pg = found["sqlite"][term][part], found["postgres"][term][part]
+            total = found["postgres"][term]["total"]
+            name = f"exact total ({total:,})" if part == "exact" else part
+            cells = [
+                f"{lite * 1000:.1f}",
+                f"{pg * 1000:.1f}",
+                f"{pg / lite:.2f}x",
+                f"{grepped[term] * 1000:,.0f}",
+            ]
+            print(f"| {term} | {name} | " + " | ".join(cells) + " |")
+    return 0
+
+
+def common_times(runs: int) -> dict[str, dict[str, float]]:
+    """Each of COMMON: the median seconds of the page's hits, its counts (the total and each shown tape's,
+    capped), both together, and the exact total; besides, the exact total itself."""
+    from tapeview.search import engine
+
+    found: dict[str, dict[str, float]] = {}
+    for term in COMMON:
+        engine.search(term)  # the page cache warm, as grep's is after its first run
+        times: dict[str, list[float]] = {"page": [], "hits": [], "counts": [], "exact": []}
+        for _ in range(runs):
+            seconds, hits = timed(lambda t=term: engine.search(t, limit=51))
+            shown = {hit.tape_key for hit in hits[:50]}
+            counted, _ = timed(lambda t=term, s=shown: engine.count(t, tapes=s))
+            times["hits"].append(seconds)
+            times["counts"].append(counted)
+            times["page"].append(seconds + counted)
+            exact, total = timed(lambda t=term: engine.count(t, exact=True))
+            times["exact"].append(exact)
+        found[term] = {part: statistics.median(t) for part, t in times.items()}
+        found[term]["total"] = total.total
+    return found
 
 
 def search_rows(folder: Path, manifest: dict, args: argparse.Namespace) -> list[Row]:

@@ -315,7 +315,7 @@ class PostgreSQL(PostgreSQLWrites):
         """The matching docs a count reads: any `limit` of them, or all. In no order: the newest first
         (as `_matching` finds them) read every match's row and sorted them all before the limit, where
         the GIN index's bitmap read in the table's order stops at the limit (a word in 36,000 of 1.1M
-        docs: 40 -> 18 ms warm, 120 -> 28 ms from disk)."""
+        docs: 40 -> 18 ms warm)."""
         tapes, tape_ids = where.tapes_sql("id", placeholders=False, redundant=False)
         within, bounds = where.ids_sql("id")
         sql = (
