@@ -235,7 +235,9 @@ def count(q: str, *, tapes: Iterable[str] = (), exact: bool = False, **filters: 
     counted = backend.count_tapes(q, where, {tape_id: size for _, tape_id, size in shown}, COUNT_LIMIT + 1)
     by_tape = {key: _capped(counted[tape_id]) for key, tape_id, _ in shown}
     # The capped count first: it is cheap, and the most an exact count that ran out of time can say.
-    total = _capped(backend.count(q, where, COUNT_LIMIT + 1))
+    # Where the shown tapes alone hold more matches than the limit (their docs are apart), it is theirs.
+    shown_total = sum(counted.values())
+    total = _capped(shown_total if shown_total > COUNT_LIMIT else backend.count(q, where, COUNT_LIMIT + 1))
     if exact and total.capped:
         counted = backend.count_within(q, where, settings.TAPEVIEW_SEARCH_COUNT_SECONDS)
         total = total if counted is None else Count(counted)
