@@ -9,7 +9,8 @@ import re
 import pytest
 from django.db import connection
 
-from tapeview.search import catchup, engine
+from tapeview.search import backends, catchup, engine
+from tapeview.search.filters import tape_where
 from tapeview.tapes import discovery
 from tapeview.tapes.models import Tape
 
@@ -134,3 +135,23 @@ def test_each_session_counts_its_own_matching_entries(viewer_client, served, big
     counts = dict(re.findall(r'href="/tapes/(\w+)/">.*?<span class="count">([^<]*)</span>', page, re.S))
     assert counts[small.key] == f"{lines_saying(small, 'common')} matching entries"
     assert counts[big.key] == f"{capped}+ matching entries"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's statement_timeout")
+def test_a_count_held_up_past_its_deadline_is_cancelled(big, capped) -> None:
+    import psycopg
+
+    catchup.catch_up()
+    # Another session holds the table: the exact count waits, and its statement_timeout cancels it.
+    params = connection.get_connection_params()
+    with psycopg.connect(**params, autocommit=False) as other:
+        # Were the count not cancelled, the lock goes with this session after 5 s and the count ends.
+        other.execute("SET idle_in_transaction_session_timeout = '5s'")
+        other.execute("LOCK TABLE search_doc IN ACCESS EXCLUSIVE MODE")
+        assert backends.current().count_within("common", tape_where(tape_key=big.key), 0.2) is None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"  # the session's own setting back
+    counted = engine.count("common", exact=True, tape_key=big.key)
+    assert (str(counted), counted.timed_out) == (str(lines_saying(big, "common")), False)
