@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django import forms
+from django.db import connection
 from django.db.models import Case, Count, Max, Q, QuerySet, Sum, Value, When
 
 from tapeview.sources.spec import KNOWN_KINDS
@@ -99,7 +100,59 @@ def source_labels() -> QuerySet:
 def hosts() -> list[str]:
     """The hosts whose tapes the index holds, in order: more than one is a fleet's central index,
     and the pages show which host each tape is on."""
-    return list(Tape.objects.values_list("host", flat=True).distinct().order_by("host"))
+    # One step of the host index per host (a loose index scan): DISTINCT would read every tape.
+    table = Tape._meta.db_table
+    sql = (
+        f"WITH RECURSIVE h(host) AS (SELECT MIN(host) FROM {table} UNION ALL "
+        f"SELECT (SELECT MIN(t.host) FROM {table} t WHERE t.host > h.host) FROM h WHERE h.host IS NOT NULL) "
+        "SELECT host FROM h WHERE host IS NOT NULL"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [host for (host,) in cursor.fetchall()]
+
+
+BOUND = 10_000  # sessions counted exactly; past it a page says "more than" (or PostgreSQL's estimate)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How many rows a list holds: exact up to BOUND; past it `more`, with PostgreSQL's estimate
+    (`about`, None where there is none) instead of a count that reads every row."""
+
+    n: int
+    more: bool = False
+    about: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.more or self.n > 0
+
+    def __str__(self) -> str:
+        if not self.more:
+            return str(self.n)
+        return f"about {self.about:,}" if self.about else f"more than {self.n:,}"
+
+
+def bounded_count(found: QuerySet, bound: int = BOUND) -> Tally:
+    """The rows of `found`, counted up to `bound` (reading at most bound + 1 of them)."""
+    n = found.order_by()[: bound + 1].count()
+    return Tally(bound, more=True) if n > bound else Tally(n)
+
+
+def sessions_total() -> Tally:
+    """The sessions of the index (attachments are listed with their tape): exact up to BOUND,
+    then PostgreSQL's estimate of the table's rows, labelled "about" (SQLite counts them)."""
+    sessions = Tape.objects.filter(owner__isnull=True)
+    tally = bounded_count(sessions)
+    if not tally.more:
+        return tally
+    if connection.vendor != "postgresql":
+        return Tally(sessions.count())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [Tape._meta.db_table])
+        row = cursor.fetchone()
+    estimate = int(row[0]) if row and row[0] and row[0] > 0 else 0
+    return Tally(BOUND, more=True, about=max(estimate, BOUND + 1) if estimate else None)
 
 
 def sources_elsewhere() -> QuerySet:
@@ -170,5 +223,6 @@ def files_by_source() -> dict[str, SourceFiles]:
 
 def kinds_held() -> list[str]:
     """The agent families that some session of the index belongs to, in KINDS order."""
-    held = set(Tape.objects.filter(owner__isnull=True).values_list("kind", flat=True).distinct())
-    return [kind for kind in KINDS if kind in held]
+    # One look per known family (the kind index): DISTINCT would read every tape.
+    sessions = Tape.objects.filter(owner__isnull=True)
+    return [kind for kind in KINDS if sessions.filter(kind=kind).exists()]

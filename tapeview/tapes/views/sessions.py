@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -19,6 +20,19 @@ from ..models import SavedView, Tape
 
 LIST_PAGE_SIZE = 50
 LIVE_SECONDS = 2  # how often the index's rows ask for what changed (hx-trigger on #rows)
+
+
+class BoundedPaginator(Paginator):
+    """Pages of a list counted up to listing.BOUND rows: past it the pager says "more than" and
+    stops at the bound's last page, where a full count would read every tape of a fleet."""
+
+    @cached_property
+    def tally(self) -> listing.Tally:
+        return listing.bounded_count(self.object_list)
+
+    @cached_property
+    def count(self) -> int:
+        return self.tally.n
 
 
 class SavedViewForm(forms.Form):
@@ -59,7 +73,7 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     except expression.FilterError as exc:  # the page says where; it lists nothing it was not asked for
         filter_error = str(exc)
         tapes = Tape.objects.none()
-    pages = Paginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
+    pages = BoundedPaginator(tapes.order_by(*form.ordering()), LIST_PAGE_SIZE)
     hosts = listing.hosts()
     ctx = {
         "form": form,
@@ -80,7 +94,7 @@ def tape_list(request: HttpRequest) -> HttpResponse:
         "custom_since": form.saved_local("since"),
         "custom_until": form.saved_local("until"),
         "fields": expression.FIELDS,
-        "total": Tape.objects.filter(owner__isnull=True).count(),
+        "total": listing.sessions_total(),
         "saved_query": form.saved_query(),
         "saved_views": SavedView.objects.filter(user=request.user) if request.user.is_authenticated else [],
         "live_seconds": LIVE_SECONDS,
