@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,7 +62,7 @@ def main() -> int:
     table: dict[str, dict[int, float]] = {}
     grown = 0
     for size in sizes:
-        grow(grown, size, args.hosts)
+        grow(grown, size, args.hosts, args.first)
         grown = size
         print(f"{size:,} tapes over {args.hosts} hosts", flush=True)
         for label, fn in checks(client).items():
@@ -72,10 +74,11 @@ def main() -> int:
     return 0
 
 
-def grow(start: int, stop: int, hosts: int) -> None:
-    """Tapes start+1..stop: host g % hosts, two sources a host, kinds in turn, one in a hundred never
-    active (last_at NULL), labels repeating (ties); each with its search progress (one in fifty
-    behind by ten entries) and an anchor. Then the statistics renewed, as autovacuum would."""
+def grow(start: int, stop: int, hosts: int, first: int) -> None:
+    """Tapes start+1..stop: host g % hosts (host 0's only up to `first`), two sources a host,
+    kinds in turn, one in a hundred never active (last_at NULL), labels repeating (ties); each
+    with its search progress (one in 47 behind by ten entries) and an anchor.
+    Then the statistics renewed, as autovacuum would."""
     from django.db import connection
 
     from tapeview.search.models import SearchedTape
@@ -84,8 +87,12 @@ def grow(start: int, stop: int, hosts: int) -> None:
     pg = connection.vendor == "postgresql"
     series = f"generate_series({start + 1}, {stop})"
     if not pg:
-        series = f"(SELECT value AS g FROM {series})"
-    host = f"'host-' || {_pad('g % ' + str(hosts), pg)}"
+        counted = f"SELECT {start + 1} UNION ALL SELECT g + 1 FROM s WHERE g < {stop}"
+        series = f"(WITH RECURSIVE s(g) AS ({counted}) SELECT g FROM s)"
+    # Host 0 (this one) keeps the tapes it has at the first size: the others' grow with the fleet.
+    other = f"'host-' || {_pad(f'(g / {hosts}) % {hosts - 1} + 1', pg)}"
+    own = f"'host-' || {_pad(f'g % {hosts}', pg)}"
+    host = f"(CASE WHEN g % {hosts} = 0 AND g > {first} THEN {other} ELSE {own} END)"
     special = {
         "key": "'k' || g",
         "host": host,
@@ -125,7 +132,7 @@ def grow(start: int, stop: int, hosts: int) -> None:
         cursor.execute(
             f"INSERT INTO {SearchedTape._meta.db_table} "
             f"(tape_id, {connection.ops.quote_name('offset')}, next_pos) "
-            f"SELECT id, 0, CASE WHEN id % 50 = 0 THEN next_pos - 10 ELSE next_pos END FROM ({ids}) AS n"
+            f"SELECT id, 0, CASE WHEN id % 47 = 0 THEN next_pos - 10 ELSE next_pos END FROM ({ids}) AS n"
         )
         cursor.execute(
             f"INSERT INTO {Anchor._meta.db_table} (tape_id, pos, name, phase, state, entries,"
@@ -179,6 +186,12 @@ def checks(client: Any) -> dict[str, Callable[[], object]]:
 
         return get
 
+    def next_page() -> object:
+        """The second page as the first one's "next" link asks for it (its cursor)."""
+        first = client.get("/").content.decode()
+        found = re.search(r'href="\?(after=[^"]+)"', first)
+        return page("/?" + html.unescape(found.group(1)) if found else "/?page=2")
+
     form = TapeListForm({})
     form.is_valid()
     return {
@@ -194,7 +207,8 @@ def checks(client: Any) -> dict[str, Callable[[], object]]:
             "/", HTTP_HX_REQUEST="true", HTTP_HX_TRIGGER="rows"
         ),
         "page: session index, one host": page(f"/?host={HOST}"),
-        "page: session index, page 3": page("/?page=3"),
+        "page: session index, page 3 (by number)": page("/?page=3"),
+        "page: session index, next page (keyset)": next_page(),
         "page: Sources": page("/sources/"),
         "API: /api/tapes": page("/api/tapes"),
         "page: search": page("/search/?q=session"),

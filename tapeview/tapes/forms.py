@@ -87,6 +87,9 @@ class TapeListForm(forms.Form):
     cols = forms.MultipleChoiceField(required=False, choices=[("label", "Session"), *PICKABLE])
     sort = forms.CharField(required=False, max_length=20)
     page = forms.IntegerField(required=False, min_value=1)
+    # The keyset pages' cursors (tapes.seek): the rows after, or before, the row a cursor names.
+    after = forms.CharField(required=False, max_length=1000)
+    before = forms.CharField(required=False, max_length=1000)
 
     # Text sorts A to Z on the first click; figures and times the largest and newest first.
     TEXT_COLUMNS = ("label", "source", "host", "last_anchor")

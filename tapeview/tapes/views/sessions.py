@@ -14,8 +14,8 @@ from django.utils.functional import cached_property
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from .. import discovery, expression, health, listing
-from ..forms import PICKABLE, RANGES, TapeListForm
+from .. import discovery, expression, health, listing, seek
+from ..forms import PICKABLE, RANGES, SORTS, TapeListForm
 from ..models import SavedView, Tape
 
 LIST_PAGE_SIZE = 50
@@ -77,7 +77,7 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     hosts = listing.hosts()
     ctx = {
         "form": form,
-        "page": pages.get_page(data.get("page")),
+        "page": _page(form, pages),
         "sort": form.current_sort(),
         "columns": form.columns(hosts=len(hosts) > 1),
         "hosts": hosts if len(hosts) > 1 else [],  # one host: no host column, no host filter
@@ -105,8 +105,34 @@ def tape_list(request: HttpRequest) -> HttpResponse:
     response = render(request, template, ctx)
     if request.htmx and request.htmx.trigger != "rows":
         # The address bar shows the view as a saved view names it, not every checkbox the form sent.
-        response["HX-Push-Url"] = _index(form.saved_query(), data.get("page"))
+        response["HX-Push-Url"] = _index(form.saved_query(), data.get("page"), _cursor(data))
     return response
+
+
+def _page(form: TapeListForm, pages: BoundedPaginator) -> object:
+    """The page asked for: by keyset (tapes.seek) unless a page number was asked for or the sort
+    ranks by a measure first (tokens), where the bounded Paginator counts its way there."""
+    data = form.cleaned_data
+    sort = form.current_sort()
+    key = sort.lstrip("-")
+    if data.get("page") or key == "tokens":
+        return pages.get_page(data.get("page"))
+    found = pages.object_list
+    args = (sort, SORTS[key], key in form.TEXT_COLUMNS, LIST_PAGE_SIZE)
+    try:
+        page = seek.page(found, *args, after=data.get("after") or None, before=data.get("before") or None)
+    except seek.BadCursor:  # a cursor of another sort, or none the index made: the first page
+        page = seek.page(found, *args)
+    page.paginator = pages  # the bounded count the header and the pager show
+    page.number = None if page.has_previous else 1  # only the first page knows where it is
+    return page
+
+
+def _cursor(data: dict) -> str:
+    for name in ("after", "before"):
+        if data.get(name):
+            return f"{name}={data[name]}"
+    return ""
 
 
 @require_POST
@@ -138,10 +164,12 @@ def savedview_delete(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("tapes:tape_list")
 
 
-def _index(query: str, page: int | None = None) -> str:
+def _index(query: str, page: int | None = None, cursor: str = "") -> str:
     url = reverse("tapes:tape_list")
     if page and page > 1:
         query = f"{query}&page={page}" if query else f"page={page}"
+    elif cursor:
+        query = f"{query}&{cursor}" if query else cursor
     return f"{url}?{query}" if query else url
 
 
