@@ -155,7 +155,7 @@ def _pad(expr: str, pg: bool) -> str:
 
 def _at(g: str, pg: bool, shift: str) -> str:
     """A time in the last 100 days, spread over the tapes (some share a second: ties)."""
-    seconds = f"({g} * 7919 % 8640000) {shift}"
+    seconds = f"(CAST({g} AS BIGINT) * 7919 % 8640000) {shift}"
     if pg:
         return f"TIMESTAMPTZ '2026-12-01 00:00:00+00' - make_interval(secs => {seconds})"
     return f"strftime('%Y-%m-%d %H:%M:%S', '2026-12-01', '-' || {seconds} || ' seconds')"

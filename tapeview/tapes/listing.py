@@ -92,24 +92,30 @@ def token_measure() -> Case:
     )
 
 
-def source_labels() -> QuerySet:
+def source_labels() -> list[str]:
     """The label of every source that has tapes, in order."""
-    return Tape.objects.values_list("source", flat=True).distinct().order_by("source")
+    return _distinct("source")
 
 
 def hosts() -> list[str]:
     """The hosts whose tapes the index holds, in order: more than one is a fleet's central index,
     and the pages show which host each tape is on."""
-    # One step of the host index per host (a loose index scan): DISTINCT would read every tape.
+    return _distinct("host")
+
+
+def _distinct(column: str) -> list[str]:
+    """The values of an indexed column of the tapes, in order, by one step of its index per value
+    (a loose index scan): DISTINCT would read every tape of a fleet."""
     table = Tape._meta.db_table
     sql = (
-        f"WITH RECURSIVE h(host) AS (SELECT MIN(host) FROM {table} UNION ALL "
-        f"SELECT (SELECT MIN(t.host) FROM {table} t WHERE t.host > h.host) FROM h WHERE h.host IS NOT NULL) "
-        "SELECT host FROM h WHERE host IS NOT NULL"
+        f"WITH RECURSIVE v(x) AS (SELECT MIN({column}) FROM {table} UNION ALL "
+        f"SELECT (SELECT MIN(t.{column}) FROM {table} t WHERE t.{column} > v.x) "
+        "FROM v WHERE v.x IS NOT NULL) "
+        "SELECT x FROM v WHERE x IS NOT NULL"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql)
-        return [host for (host,) in cursor.fetchall()]
+        return [value for (value,) in cursor.fetchall()]
 
 
 BOUND = 10_000  # sessions counted exactly; past it a page says "more than" (or PostgreSQL's estimate)
@@ -133,8 +139,9 @@ class Tally:
         return f"about {self.about:,}" if self.about else f"more than {self.n:,}"
 
 
-def bounded_count(found: QuerySet, bound: int = BOUND) -> Tally:
-    """The rows of `found`, counted up to `bound` (reading at most bound + 1 of them)."""
+def bounded_count(found: QuerySet, bound: int | None = None) -> Tally:
+    """The rows of `found`, counted up to `bound` (BOUND; reading at most bound + 1 of them)."""
+    bound = BOUND if bound is None else bound
     n = found.order_by()[: bound + 1].count()
     return Tally(bound, more=True) if n > bound else Tally(n)
 
