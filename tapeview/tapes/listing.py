@@ -142,7 +142,7 @@ class Tally:
 def bounded_count(found: QuerySet, bound: int | None = None) -> Tally:
     """The rows of `found`, counted up to `bound` (BOUND; reading at most bound + 1 of them)."""
     bound = BOUND if bound is None else bound
-    n = found.order_by()[: bound + 1].count()
+    n = found.order_by().values("pk")[: bound + 1].count()
     return Tally(bound, more=True) if n > bound else Tally(n)
 
 

@@ -80,3 +80,22 @@ def test_the_search_engines_benchmark_prints_our_reading_and_each_engine(tmp_pat
     assert len(engines) >= 2
     for name, cells in engines.items():  # the whole pass (reading + engine) is slower than the engine
         assert 0 < float(cells[3]) <= float(cells[2]), (name, cells)
+
+
+def test_the_fleet_scale_benchmark_times_every_query_and_page_at_each_size() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/fleet_scale.py", "--db", "sqlite", "--first", "100", "--max", "1000",
+         "--hosts", "10", "--runs", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "### sqlite: median ms per call, ratio 1,000 / 100 tapes" in done.stdout
+    rows = table_rows(done.stdout)  # the first figure's row goes with the header (table_rows)
+    for label in (
+        "page: session index",
+        "page: session index, next page (keyset)",
+        "page: Sources",
+        "API: /api/tapes",
+    ):
+        small, large, ratio = rows[label]
+        assert float(small) > 0 and float(large) > 0 and float(ratio) > 0, (label, done.stdout)
