@@ -30,6 +30,8 @@ class Page:
     rows: list[Tape]
     next_cursor: str | None
     previous_cursor: str | None
+    paginator: Any = None  # what counts the list (the view's bounded Paginator), for the header
+    number: int | None = None  # 1 on the first page; later pages do not know where they are
 
     def __iter__(self):  # noqa: ANN204 - as a Paginator's page is, for the template's loop
         return iter(self.rows)
