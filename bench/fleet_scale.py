@@ -52,6 +52,8 @@ def main() -> int:
     empty = Path(tempfile.mkdtemp(prefix="tapeview-fleet-scale-"))
     atexit.register(shutil.rmtree, empty, ignore_errors=True)
     os.environ["TAPEVIEW_SOURCES"] = f"{HOST}-s0=bub:{empty}"  # this host's source: no files
+    # A fleet's web tier (`serve --no-index`): pages only read, or they would drop host 0's rows.
+    os.environ["TAPEVIEW_WEB_INDEXES"] = "false"
     start_django()
     sizes = [args.first]
     while sizes[-1] * 10 <= args.max:
@@ -89,10 +91,11 @@ def grow(start: int, stop: int, hosts: int, first: int) -> None:
     if not pg:
         counted = f"SELECT {start + 1} UNION ALL SELECT g + 1 FROM s WHERE g < {stop}"
         series = f"(WITH RECURSIVE s(g) AS ({counted}) SELECT g FROM s)"
-    # Host 0 (this one) keeps the tapes it has at the first size: the others' grow with the fleet.
+    # Host 0 (this one) keeps the tapes it has at the first size: the others' grow with the fleet
+    # (with one host, it holds them all).
     other = f"'host-' || {_pad(f'(g / {hosts}) % {hosts - 1} + 1', pg)}"
     own = f"'host-' || {_pad(f'g % {hosts}', pg)}"
-    host = f"(CASE WHEN g % {hosts} = 0 AND g > {first} THEN {other} ELSE {own} END)"
+    host = f"(CASE WHEN g % {hosts} = 0 AND g > {first} THEN {other} ELSE {own} END)" if hosts > 1 else own
     special = {
         "key": "'k' || g",
         "host": host,
