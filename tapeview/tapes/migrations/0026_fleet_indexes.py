@@ -25,7 +25,7 @@ def drop(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tapeview", "0024_cost"),
+        ("tapeview", "0025_turn"),
     ]
 
     operations = [migrations.RunPython(create, drop)]
