@@ -26,6 +26,19 @@ hypothesis_settings.load_profile("tapeview")
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_home(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Tapeview's own files (the handoffs' lock files, the demo data) in a folder of this test
+    process's own: the passes and their xdist workers run at once, and none writes to var/."""
+    from django.conf import settings
+
+    home = tmp_path_factory.mktemp("home")
+    kept = settings.HOME, settings.TAPEVIEW_DEMO_DIR
+    settings.HOME, settings.TAPEVIEW_DEMO_DIR = home, home / "demo"
+    yield
+    settings.HOME, settings.TAPEVIEW_DEMO_DIR = kept
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache() -> None:
     """Each test starts with an empty cache: pages drawn by an earlier test (the same fixture file,
