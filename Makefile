@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # Where `make setup` links the `tapeview` command (Debian's ~/.profile puts it on PATH when it exists).
 BINDIR ?= $(HOME)/.local/bin
-# Test processes of one pass (pytest-xdist); `make test` runs its two passes at the same time.
+# Test processes of one pass (pytest-xdist): one per core of the 2-core machines CI runs on.
 WORKERS ?= 2
 PYTEST = $(BIN)/python -m pytest -n $(WORKERS)
 PG_PASS = $(BIN)/python .ci/postgres_server.py -- $(PYTEST) -m "not browser" -p no:cacheprovider
@@ -46,11 +46,9 @@ run: setup
 system:
 	.ci/system-packages
 
-## test: set up and run every test: on SQLite (with the browser tests) and, at the same time, again on a
-## real PostgreSQL (each pass's output shown whole when it ends), then the C lanes' own tests under the sanitizers
-test: setup system
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-sqlite test-postgres
-	$(MAKE) --no-print-directory sanitize
+## test: set up and run every test: on SQLite (with the browser tests), then again on a real PostgreSQL,
+## then the C lanes' own tests under the sanitizers; each pass in WORKERS processes
+test: test-sqlite test-postgres sanitize
 
 test-sqlite: setup system
 	$(BIN)/ruff check .
