@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -120,11 +121,15 @@ def _decode(cursor: str, sort: str, field: str, text: bool) -> tuple[Any, str, s
     _, v, label, key = got
     if not (isinstance(label, str) and isinstance(key, str)):
         raise BadCursor(cursor)
-    return _value(field, text, v), label, key
+    return sort_value(field, v, text), label, key
 
 
-def _value(field: str, text: bool, v: object) -> object:
-    """The cursor's sort value, checked against the column's type before it reaches a query."""
+BIG = 2**62  # the largest integer a cursor may carry: past it, not one of ours
+
+
+def sort_value(field: str, v: object, text: bool = False) -> object:
+    """A cursor's sort value, checked against the column's type before it reaches a query
+    (`text`: the column is sorted as text, whatever its type). BadCursor otherwise."""
     if v is None:
         return None
     column = Tape._meta.get_field(field)
@@ -136,8 +141,8 @@ def _value(field: str, text: bool, v: object) -> object:
         except ValueError:
             raise BadCursor(v) from None
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    if isinstance(column, models.FloatField) and type(v) in (int, float):
+    if isinstance(column, models.FloatField) and type(v) in (int, float) and math.isfinite(v):
         return float(v)
-    if isinstance(column, models.IntegerField) and type(v) is int and abs(v) < 2**62:
+    if isinstance(column, models.IntegerField) and type(v) is int and abs(v) < BIG:
         return v
     raise BadCursor(str(v))

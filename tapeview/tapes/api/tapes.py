@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
-from django.db import models
 from django.db.models import F, Q, QuerySet
 from django.http import HttpRequest, StreamingHttpResponse
 from django.utils.http import content_disposition_header
@@ -15,12 +13,12 @@ from ninja.errors import HttpError
 
 from tapeview.sources import FileUnreadable, TapeNotFound
 
-from .. import export, expression, formats, handoff, health, listing, lookup, overview
+from .. import export, expression, formats, handoff, health, listing, lookup, overview, seek
 from ..discovery import this_host
 from ..forms import SORTS
 from ..models import Tape
 from .cursor import FOREIGN, BadCursor, decode, encode, offset_page
-from .schemas import BIG, TEXT, PageIn, responses
+from .schemas import TEXT, PageIn, responses
 
 Sort = Literal[tuple(k for key in SORTS for k in (key, f"-{key}"))]  # type: ignore[misc]
 
@@ -258,20 +256,25 @@ def list_sources(request: HttpRequest, page: Query[PageIn]) -> dict:
     return {"items": items, "next_cursor": next_cursor}
 
 
-@router.get("/tapes", response=responses({200: TapePageOut}, 400))
-def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
-    """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
+def _listed(filters: TapeFilters | OverviewFilters, **narrowing: object) -> QuerySet:
     try:
-        tapes = listing.tapes(
+        return listing.tapes(
             filters.q,
             filters.source,
             kind=filters.kind,
             errors=filters.errors,
             host=filters.host,
             expr=filters.filter,
+            **narrowing,
         )
     except expression.FilterError as exc:
         raise HttpError(400, f"filter {exc}") from None
+
+
+@router.get("/tapes", response=responses({200: TapePageOut}, 400))
+def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
+    """Every tape (attachments are listed with their tape), filtered and sorted; `-` sorts descending."""
+    tapes = _listed(filters)
     rows, next_cursor = _keyset(tapes, filters.sort, filters.cursor, filters.limit)
     return {"items": [_tape_out(t) for t in rows], "next_cursor": next_cursor}
 
@@ -279,20 +282,7 @@ def list_tapes(request: HttpRequest, filters: Query[TapeFilters]) -> dict:
 @router.get("/overview", response=responses({200: OverviewOut}, 400))
 def get_overview(request: HttpRequest, filters: Query[OverviewFilters]) -> dict:
     """The session index's stats panel: the figures of the tapes GET /tapes lists with these filters."""
-    try:
-        tapes = listing.tapes(
-            filters.q,
-            filters.source,
-            kind=filters.kind,
-            errors=filters.errors,
-            host=filters.host,
-            expr=filters.filter,
-            since=filters.since,
-            until=filters.until,
-        )
-    except expression.FilterError as exc:
-        raise HttpError(400, f"filter {exc}") from None
-    ov = overview.overview(tapes)
+    ov = overview.overview(_listed(filters, since=filters.since, until=filters.until))
     return {
         "sessions": ov.sessions,
         "undated": ov.undated,
@@ -340,23 +330,10 @@ def _keyset(tapes: QuerySet, sort: str, cursor: str | None, limit: int) -> tuple
 
 
 def _sort_value(field: str, value: object) -> object:
-    """The sort value inside a cursor, checked against the column's type before it reaches a query."""
-    column = Tape._meta.get_field(field)
-    if value is None:
-        return None
-    if isinstance(column, models.DateTimeField) and isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise BadCursor(FOREIGN) from None
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    if isinstance(column, models.CharField) and isinstance(value, str):
-        return value
-    if isinstance(column, models.IntegerField) and type(value) is int and abs(value) < BIG:
-        return value
-    if isinstance(column, models.FloatField) and type(value) in (int, float) and math.isfinite(value):
-        return float(value)
-    raise BadCursor(FOREIGN)
+    try:
+        return seek.sort_value(field, value)
+    except seek.BadCursor:
+        raise BadCursor(FOREIGN) from None
 
 
 @router.get("/tapes/{tape_id}", response=responses({200: TapeDetailOut}, 404))
