@@ -3,21 +3,17 @@ sort, read off the sort's index, so page 500 costs what page 1 does whatever the
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from django.db import models
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Lower
 
+from .api import cursor as cursor_codec
 from .models import Tape
-
-MAX_CURSOR = 1000  # characters; a real cursor is a few dozen
 
 
 class BadCursor(ValueError):
@@ -106,15 +102,13 @@ def _preceding(desc: bool, v: object, label: str, key: str) -> Q:
 def _encode(sort: str, row: Tape) -> str:
     v = row.seek_value
     v = v.isoformat() if isinstance(v, datetime) else v
-    return base64.urlsafe_b64encode(orjson.dumps([sort, v, row.seek_label, row.key])).rstrip(b"=").decode()
+    return cursor_codec.pack([sort, v, row.seek_label, row.key])
 
 
 def _decode(cursor: str, sort: str, field: str, text: bool) -> tuple[Any, str, str]:
     try:
-        if len(cursor) > MAX_CURSOR:
-            raise ValueError
-        got = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, binascii.Error):
+        got = cursor_codec.unpack(cursor)
+    except cursor_codec.BadCursor:
         raise BadCursor(cursor) from None
     if not (isinstance(got, list) and len(got) == 4 and got[0] == sort):
         raise BadCursor(cursor)

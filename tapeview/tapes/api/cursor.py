@@ -17,18 +17,27 @@ class BadCursor(ValueError):
     """A cursor this API did not hand out (or one for another list or sort)."""
 
 
+def pack(value: Any) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(value)).rstrip(b"=").decode()
+
+
+def unpack(cursor: str) -> Any:
+    """What `pack` put in a cursor; BadCursor for anything it could not have made."""
+    try:
+        if len(cursor) > MAX_CURSOR:
+            raise ValueError
+        return orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error):
+        raise BadCursor(FOREIGN) from None
+
+
 def encode(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps(key)).rstrip(b"=").decode()
+    return pack(key)
 
 
 def decode(cursor: str, expect: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
     """The key inside a cursor; every field of `expect` must be there with its type."""
-    try:
-        if len(cursor) > MAX_CURSOR:
-            raise ValueError
-        key = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, binascii.Error):
-        raise BadCursor(FOREIGN) from None
+    key = unpack(cursor)
     if not isinstance(key, dict):
         raise BadCursor(FOREIGN)
     for name, kind in expect.items():
