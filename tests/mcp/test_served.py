@@ -7,9 +7,11 @@ on (TAPEVIEW_MCP_WRITES=1); `tapeview mcp --stdio` beside it, over the same data
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -71,6 +73,11 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("mcp")
     shutil.copytree(FIXTURES / "bub" / "tapes_dir", root / "bub")
+    # The copies keep the checkout's times: an agent that wrote minutes ago is mid-turn, not stopped, and
+    # its handoff is refused even when confirmed. These agents stopped an hour ago.
+    hour_ago = time.time() - 3600
+    for tape in (root / "bub").rglob("*"):
+        os.utime(tape, (hour_ago, hour_ago))
     nanobot = root / "nanobot"
     shutil.copytree(FIXTURES / "nanobot_memory" / "current", nanobot)
     sources = f"bub=bub:{root / 'bub'},nano=nanobot:{nanobot}"
